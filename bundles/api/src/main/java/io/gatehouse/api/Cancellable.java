@@ -1,0 +1,9 @@
+package io.gatehouse.api;
+
+/** A scheduled timer. Cancelling twice, or after it fired, does nothing. */
+@FunctionalInterface
+public interface Cancellable {
+    Cancellable NONE = () -> {};
+
+    void cancel();
+}

@@ -1,0 +1,42 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * The per-instance part of a gclass: its private data and the hooks the framework calls. One instance per
+ * gobj, created by {@link GClassSpec#factory()} with the gobj it belongs to. The FSM actions and command
+ * handlers are methods of this type. Everything runs on the yuno's core thread.
+ *
+ * <p>Hooks map to Yuneta's framework methods: {@code onCreate} = mt_create, {@code onChildAdded} =
+ * mt_child_added, {@code onStart}/{@code onStop} = mt_start/mt_stop, {@code onPlay}/{@code onPause} =
+ * mt_play/mt_pause, {@code onDestroy} = mt_destroy, {@code onWriting} = mt_writing, {@code onStats} = mt_stats.
+ */
+public interface GObjBehavior {
+    /** After the attributes are set, before children are created. */
+    default void onCreate() {}
+
+    /** A child was created under this gobj. */
+    default void onChildAdded(GObj child) {}
+
+    /** Start; answer a negative number to refuse (the gobj stays stopped). */
+    default int onStart() { return 0; }
+
+    default int onStop() { return 0; }
+
+    /** Only called for gclasses declared {@link GClassSpec.Builder#playable()}. */
+    default int onPlay() { return 0; }
+
+    default int onPause() { return 0; }
+
+    /** Last call; release everything held (buffers, sockets, files). */
+    default void onDestroy() {}
+
+    /** A writable attribute was written (at run time or by a Config Admin change). */
+    default void onWriting(String attr) {}
+
+    /**
+     * Own stats. Answer null to use the default parser (stats attributes of this gobj and its bottom chain in
+     * an envelope). {@code src} tells who asks: a C_CHANNEL answers its bare counters to its parent.
+     */
+    default ObjectNode onStats(String filter, ObjectNode kw, GObj src) { return null; }
+}

@@ -1,0 +1,283 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.POJONode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufOutputStream;
+import io.netty.util.ReferenceCountUtil;
+
+import java.io.IOException;
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * Helpers for kw, the JSON dict every event carries (a Jackson {@link ObjectNode}).
+ *
+ * <p>Paths are Yuneta paths: keys separated by a backquote, {@code "__md_trq__`__msg_rowid__"}.
+ *
+ * <p><b>gbuffer ownership.</b> A binary payload travels under key {@value #GBUFFER} as a Netty {@link ByteBuf}
+ * held in a {@link POJONode}. The kw owns it. An action that receives a kw with a gbuffer either releases it
+ * ({@link #release}) or passes the kw (or the buffer) on; the receiver then owns it. Reading the buffer
+ * advances its reader index, as Yuneta's gbuffer_get does.
+ *
+ * <p>Other references (a gobj in {@code __temp__.channel_gobj}) travel the same way and are never serialised.
+ */
+public final class Kw {
+    private Kw() {}
+
+    public static final String GBUFFER = "gbuffer";
+    public static final String TEMP = "__temp__";
+    public static final String SEND_TYPE = "__send_type__";
+    public static final String MD_TRQ = "__md_trq__";
+
+    /** The shared mapper. Thread-safe. */
+    public static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    public static ObjectNode create() {
+        return F.objectNode();
+    }
+
+    /** A new kw that owns {@code buf}. */
+    public static ObjectNode withGbuffer(ByteBuf buf) {
+        ObjectNode kw = F.objectNode();
+        kw.set(GBUFFER, new POJONode(buf));
+        return kw;
+    }
+
+    /** The kw's gbuffer, still owned by the kw; null if none. */
+    public static ByteBuf gbuffer(ObjectNode kw) {
+        if (kw == null) return null;
+        JsonNode n = kw.get(GBUFFER);
+        if (n instanceof POJONode && ((POJONode) n).getPojo() instanceof ByteBuf) {
+            return (ByteBuf) ((POJONode) n).getPojo();
+        }
+        return null;
+    }
+
+    /** Removes the gbuffer from the kw and hands its ownership to the caller; null if none. */
+    public static ByteBuf takeGbuffer(ObjectNode kw) {
+        ByteBuf b = gbuffer(kw);
+        if (b != null) kw.remove(GBUFFER);
+        return b;
+    }
+
+    /** Puts a buffer into the kw; the kw now owns it (a previous gbuffer is released). */
+    public static ObjectNode setGbuffer(ObjectNode kw, ByteBuf buf) {
+        ByteBuf old = takeGbuffer(kw);
+        if (old != null && old != buf) ReferenceCountUtil.safeRelease(old);
+        kw.set(GBUFFER, new POJONode(buf));
+        return kw;
+    }
+
+    /** Releases what the kw owns (its gbuffer). Safe on null and on a kw without buffer. */
+    public static void release(ObjectNode kw) {
+        ByteBuf b = takeGbuffer(kw);
+        if (b != null && b.refCnt() > 0) ReferenceCountUtil.safeRelease(b);
+    }
+
+    /** Stores an object reference (not serialised). */
+    public static void putRef(ObjectNode kw, String key, Object ref) {
+        kw.set(key, new POJONode(ref));
+    }
+
+    /** Reads an object reference of the given type; null if absent or of another type. */
+    public static <T> T ref(JsonNode kw, String path, Class<T> type) {
+        JsonNode n = get(kw, path);
+        if (n instanceof POJONode && type.isInstance(((POJONode) n).getPojo())) {
+            return type.cast(((POJONode) n).getPojo());
+        }
+        return null;
+    }
+
+    // --- Paths ---
+
+    /** The node at a backquote path, or null. */
+    public static JsonNode get(JsonNode kw, String path) {
+        if (kw == null || path == null) return null;
+        JsonNode cur = kw;
+        int start = 0;
+        while (true) {
+            int i = path.indexOf('`', start);
+            String key = i < 0 ? path.substring(start) : path.substring(start, i);
+            if (!cur.isObject()) return null;
+            cur = cur.get(key);
+            if (cur == null) return null;
+            if (i < 0) return cur;
+            start = i + 1;
+        }
+    }
+
+    public static String getString(JsonNode kw, String path, String def) {
+        JsonNode n = get(kw, path);
+        return n != null && n.isTextual() ? n.asText() : def;
+    }
+
+    public static long getLong(JsonNode kw, String path, long def) {
+        JsonNode n = get(kw, path);
+        if (n == null || n.isNull()) return def;
+        if (n.isNumber()) return n.asLong();
+        if (n.isBoolean()) return n.asBoolean() ? 1 : 0;
+        if (n.isTextual()) {
+            try {
+                return Long.parseLong(n.asText().trim());
+            } catch (NumberFormatException e) {
+                return def;
+            }
+        }
+        return def;
+    }
+
+    public static boolean getBool(JsonNode kw, String path, boolean def) {
+        JsonNode n = get(kw, path);
+        if (n == null || n.isNull()) return def;
+        if (n.isBoolean()) return n.asBoolean();
+        if (n.isNumber()) return n.asLong() != 0;
+        if (n.isTextual()) {
+            String s = n.asText().trim();
+            if (s.equalsIgnoreCase("true") || s.equals("1")) return true;
+            if (s.equalsIgnoreCase("false") || s.equals("0") || s.isEmpty()) return false;
+        }
+        return def;
+    }
+
+    public static ObjectNode getDict(JsonNode kw, String path) {
+        JsonNode n = get(kw, path);
+        return n instanceof ObjectNode ? (ObjectNode) n : null;
+    }
+
+    /** Sets the value at a backquote path, creating intermediate dicts. */
+    public static void set(ObjectNode kw, String path, JsonNode value) {
+        ObjectNode cur = kw;
+        int start = 0;
+        while (true) {
+            int i = path.indexOf('`', start);
+            if (i < 0) {
+                cur.set(path.substring(start), value);
+                return;
+            }
+            String key = path.substring(start, i);
+            JsonNode next = cur.get(key);
+            if (!(next instanceof ObjectNode)) {
+                next = cur.putObject(key);
+            }
+            cur = (ObjectNode) next;
+            start = i + 1;
+        }
+    }
+
+    /** Removes the value at a backquote path; answers it or null. */
+    public static JsonNode delete(ObjectNode kw, String path) {
+        int i = path.lastIndexOf('`');
+        if (i < 0) return kw.remove(path);
+        JsonNode parent = get(kw, path.substring(0, i));
+        return parent instanceof ObjectNode ? ((ObjectNode) parent).remove(path.substring(i + 1)) : null;
+    }
+
+    // --- Serialisation ---
+
+    /**
+     * A copy of the kw for another receiver: JSON is deep-copied, references (gbuffer, gobjs) are shared.
+     * The caller decides who owns a shared gbuffer (retain it once per extra receiver).
+     */
+    public static ObjectNode copy(ObjectNode kw) {
+        return kw == null ? null : kw.deepCopy();
+    }
+
+    /** True when the node holds a reference (a POJONode), which never goes on the wire. */
+    public static boolean isRef(JsonNode n) {
+        return n instanceof POJONode;
+    }
+
+    /** A deep copy without references and without keys that start with exactly two underscores, recursively. */
+    public static ObjectNode withoutMetadata(ObjectNode kw) {
+        ObjectNode out = F.objectNode();
+        Iterator<Map.Entry<String, JsonNode>> it = kw.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String k = e.getKey();
+            JsonNode v = e.getValue();
+            if (isRef(v) || isMetadataKey(k)) continue;
+            out.set(k, v instanceof ObjectNode ? withoutMetadata((ObjectNode) v) : v.deepCopy());
+        }
+        return out;
+    }
+
+    /** Yuneta's metadata keys: {@code __x...} but not {@code ___x...}. */
+    public static boolean isMetadataKey(String k) {
+        return k.length() > 2 && k.charAt(0) == '_' && k.charAt(1) == '_' && k.charAt(2) != '_';
+    }
+
+    /** A deep copy without references (gbuffer, gobjs); JSON metadata keys are kept. */
+    public static ObjectNode withoutRefs(ObjectNode kw) {
+        ObjectNode out = F.objectNode();
+        Iterator<Map.Entry<String, JsonNode>> it = kw.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode v = e.getValue();
+            if (isRef(v)) continue;
+            out.set(e.getKey(), v instanceof ObjectNode ? withoutRefs((ObjectNode) v) : v.deepCopy());
+        }
+        return out;
+    }
+
+    /** Compact JSON text; references are left out. */
+    public static String toJson(JsonNode kw) {
+        try {
+            return MAPPER.writeValueAsString(kw instanceof ObjectNode ? withoutRefsIfAny((ObjectNode) kw) : kw);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Writes compact JSON of the kw into {@code out} (references left out). */
+    public static void writeJson(JsonNode kw, ByteBuf out) {
+        try (ByteBufOutputStream os = new ByteBufOutputStream(out);
+             JsonGenerator g = MAPPER.getFactory().createGenerator((java.io.OutputStream) os)) {
+            MAPPER.writeTree(g, kw instanceof ObjectNode ? withoutRefsIfAny((ObjectNode) kw) : kw);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Parses JSON text into a dict. */
+    public static ObjectNode parse(String json) throws IOException {
+        JsonNode n = MAPPER.readTree(json);
+        if (!(n instanceof ObjectNode)) throw new IOException("not a JSON object");
+        return (ObjectNode) n;
+    }
+
+    /** Parses the readable bytes of a buffer (the buffer is not consumed nor released). */
+    public static ObjectNode parse(ByteBuf buf) throws IOException {
+        JsonNode n;
+        if (buf.hasArray()) {
+            n = MAPPER.readTree(buf.array(), buf.arrayOffset() + buf.readerIndex(), buf.readableBytes());
+        } else {
+            byte[] b = new byte[buf.readableBytes()];
+            buf.getBytes(buf.readerIndex(), b);
+            n = MAPPER.readTree(b);
+        }
+        if (!(n instanceof ObjectNode)) throw new IOException("not a JSON object");
+        return (ObjectNode) n;
+    }
+
+    private static ObjectNode withoutRefsIfAny(ObjectNode kw) {
+        return hasRefs(kw) ? withoutRefs(kw) : kw;
+    }
+
+    private static boolean hasRefs(JsonNode n) {
+        if (n instanceof POJONode) return true;
+        if (n instanceof ObjectNode) {
+            Iterator<JsonNode> it = n.elements();
+            while (it.hasNext()) {
+                if (hasRefs(it.next())) return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,50 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.channel.EventLoop;
+import org.osgi.annotation.versioning.ProviderType;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A running tree of gobjs with its own core thread (a Netty event loop). Every gobj action of the yuno runs
+ * on that thread; by default the yuno's sockets are served by the same loop, so a message goes from socket
+ * to queue to socket with no thread hop.
+ */
+@ProviderType
+public interface Yuno {
+    String name();
+
+    String role();
+
+    /** The core thread. Gclasses that open sockets register them on it (io_threads 0). */
+    EventLoop eventLoop();
+
+    /** Runs work on the core thread (now, if already on it). */
+    void execute(Runnable task);
+
+    boolean inCoreThread();
+
+    GClock clock();
+
+    /** Where everything persistent lives (queues, persistent attributes). */
+    Path dataDir();
+
+    /** A service by name, or null. */
+    GObj service(String name);
+
+    List<GObj> services();
+
+    /** The yuno's own gobj, parent of every service. */
+    GObj root();
+
+    /** A registered gclass by name, or null. */
+    GClassSpec<?> gclass(String name);
+
+    /** Runs a yuno command ({@code stats-yuno}, {@code command-yuno}, ...) and answers its envelope. */
+    ObjectNode command(String command, ObjectNode kw);
+
+    /** Per-yuno extension objects (e.g. a trqueue factory) looked up by type; null if none. */
+    <T> T lookup(Class<T> type);
+}
