@@ -1,0 +1,683 @@
+package io.gatehouse.core;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.AttrType;
+import io.gatehouse.api.Cancellable;
+import io.gatehouse.api.CommandSpec;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.Param;
+import io.gatehouse.api.Yuno;
+import io.netty.buffer.ByteBuf;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The gobj: a node of a yuno's tree running the FSM of its gclass. Single-threaded by design: every method
+ * runs on the yuno's core thread, so nothing here is locked.
+ */
+final class GObjImpl implements GObj {
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    private final YunoImpl yuno;
+    private final GClassSpec<GObjBehavior> spec;
+    private final Fsm<GObjBehavior> fsm;
+    private final String name;
+    private final GObjImpl parent;
+    private final boolean service;
+    private final boolean volatileChild;
+    private final boolean pureChild;
+    /** The config node this gobj was built from (null for gobjs that gclasses create at run time). */
+    final ObjectNode configNode;
+
+    private final List<GObj> children = new ArrayList<>(2);
+    private final CopyOnWriteArrayList<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+    /** Publishers this gobj subscribed to, so destroy can undo them. */
+    private final List<GObjImpl> subscribedTo = new ArrayList<>(1);
+    private final Map<String, Object> values = new HashMap<>();
+    private final Set<String> traces = new HashSet<>(2);
+    private final List<ScheduledFuture<?>> timers = new ArrayList<>(1);
+
+    private GObjBehavior behavior;
+    private GObj bottom;
+    private String state;
+    private boolean running;
+    private boolean playing;
+    private boolean disabled;
+    private boolean destroyed;
+
+    @SuppressWarnings("unchecked")
+    GObjImpl(YunoImpl yuno, GClassSpec<?> spec, String name, GObjImpl parent, boolean service,
+             boolean volatileChild, boolean pureChild, ObjectNode configNode) {
+        this.yuno = yuno;
+        this.spec = (GClassSpec<GObjBehavior>) spec;
+        this.fsm = this.spec.fsm();
+        this.name = name == null ? "" : name;
+        this.parent = parent;
+        this.service = service;
+        this.volatileChild = volatileChild;
+        this.pureChild = pureChild;
+        this.configNode = configNode;
+        this.state = fsm.initialState();
+        for (Attr<?> a : spec.attrs().values()) {
+            values.put(a.name(), defaultOf(a));
+        }
+    }
+
+    private static Object defaultOf(Attr<?> a) {
+        Object d = a.defaultValue();
+        return d instanceof JsonNode ? ((JsonNode) d).deepCopy() : d;
+    }
+
+    // --- Creation steps, called by YunoImpl ---
+
+    /** Sets the attributes from a creation kw; unknown names are errors, Yuneta's unused keys an info. */
+    void applyKw(ObjectNode kw, String path) {
+        if (kw == null) return;
+        var it = kw.fields();
+        while (it.hasNext()) {
+            var e = it.next();
+            String k = e.getKey();
+            if (k.equals("subscriber")) continue;
+            Attr<?> a = spec.attr(k);
+            if (a == null) {
+                if (spec.unusedYunetaKeys().contains(k) || YunoImpl.GENERIC_UNUSED_KEYS.contains(k)) {
+                    yuno.infoUnusedOnce(this, k);
+                    continue;
+                }
+                throw new ConfigException(path, "attribute '" + k + "' unknown in gclass " + spec.name());
+            }
+            try {
+                values.put(k, a.fromJson(e.getValue()));
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(path, ex.getMessage());
+            }
+        }
+        for (Attr<?> a : spec.attrs().values()) {
+            if (a.is(AttrFlag.REQUIRED)) {
+                Object v = values.get(a.name());
+                if (v == null || (v instanceof String && ((String) v).isEmpty())) {
+                    throw new ConfigException(path, "attribute '" + a.name() + "' of " + spec.name() + " is required");
+                }
+            }
+        }
+    }
+
+    /** Values restored from the data directory (persistent attributes), silently skipping stale names. */
+    void applyPersistent(ObjectNode saved) {
+        if (saved == null) return;
+        var it = saved.fields();
+        while (it.hasNext()) {
+            var e = it.next();
+            Attr<?> a = spec.attr(e.getKey());
+            if (a == null || !a.is(AttrFlag.PERSIST)) continue;
+            try {
+                values.put(a.name(), a.fromJson(e.getValue()));
+            } catch (IllegalArgumentException ex) {
+                Glog.warn(this, "Persistent attribute ignored", "attr", a.name(), "error", ex.getMessage());
+            }
+        }
+    }
+
+    void createBehavior() {
+        behavior = spec.factory().apply(this);
+    }
+
+    void addChild(GObjImpl child) {
+        children.add(child);
+    }
+
+    void removeChild(GObjImpl child) {
+        children.remove(child);
+        if (bottom == child) bottom = null;
+    }
+
+    // --- Identity and tree ---
+
+    @Override public String name() { return name; }
+
+    @Override
+    public String fullName() {
+        if (parent == null) return name;
+        String p = parent.fullName();
+        return p.isEmpty() ? name : p + "`" + name;
+    }
+
+    @Override public String shortName() { return spec.name() + "^" + name; }
+    @Override public GClassSpec<?> gclass() { return spec; }
+    @Override public String gclassName() { return spec.name(); }
+    @Override public Yuno yuno() { return yuno; }
+    @Override public GObj parent() { return parent; }
+    @Override public List<GObj> children() { return Collections.unmodifiableList(new ArrayList<>(children)); }
+
+    /** Live view for internal walks that do not modify the tree. */
+    List<GObj> childrenView() { return children; }
+
+    @Override
+    public GObj child(String childName) {
+        for (GObj c : children) {
+            if (c.name().equals(childName)) return c;
+        }
+        return null;
+    }
+
+    @Override public GObj bottom() { return bottom; }
+    @Override public void setBottom(GObj b) { this.bottom = b; }
+
+    @Override
+    public GObj lastBottom() {
+        GObj g = this;
+        int guard = 0;
+        while (g.bottom() != null && guard++ < 64) g = g.bottom();
+        return g;
+    }
+
+    @Override public boolean isService() { return service; }
+    @Override public boolean isVolatile() { return volatileChild; }
+    @Override public boolean isPureChild() { return pureChild; }
+    @Override public boolean isDestroyed() { return destroyed; }
+    @Override public GObjBehavior behavior() { return behavior; }
+
+    // --- Lifecycle ---
+
+    @Override public boolean isRunning() { return running; }
+    @Override public boolean isPlaying() { return playing; }
+    @Override public boolean isDisabled() { return disabled; }
+
+    @Override
+    public int start() {
+        if (destroyed || running) return -1;
+        running = true;
+        int r;
+        try {
+            r = behavior.onStart();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onStart failed", "error", String.valueOf(e));
+            r = -1;
+        }
+        if (r < 0) running = false;
+        return r;
+    }
+
+    @Override
+    public int stop() {
+        if (destroyed || !running) return -1;
+        if (playing) pause();
+        running = false;
+        try {
+            return behavior.onStop();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onStop failed", "error", String.valueOf(e));
+            return -1;
+        }
+    }
+
+    @Override
+    public int startTree() {
+        if (spec.manualStart() || disabled || destroyed) return 0;
+        int r = 0;
+        if (!running) r = start();
+        if (r < 0) return r;
+        for (GObj c : children()) {
+            if (!c.isDestroyed()) ((GObjImpl) c).startTreeChild();
+        }
+        return 0;
+    }
+
+    private void startTreeChild() {
+        // A manual-start or disabled gobj is not started, and neither is its subtree (Yuneta's start_tree).
+        if (spec.manualStart() || disabled || destroyed) return;
+        if (!running) start();
+        for (GObj c : children()) {
+            if (!c.isDestroyed()) ((GObjImpl) c).startTreeChild();
+        }
+    }
+
+    @Override
+    public int stopTree() {
+        if (destroyed) return -1;
+        if (running) stop();
+        for (GObj c : children()) {
+            if (!c.isDestroyed()) c.stopTree();
+        }
+        return 0;
+    }
+
+    @Override
+    public int play() {
+        if (destroyed || playing) return -1;
+        if (!running) {
+            int r = start();
+            if (r < 0) return r;
+        }
+        playing = true;
+        if (!spec.playable()) return 0;
+        try {
+            int r = behavior.onPlay();
+            if (r < 0) playing = false;
+            return r;
+        } catch (RuntimeException e) {
+            playing = false;
+            Glog.error(this, "onPlay failed", "error", String.valueOf(e));
+            return -1;
+        }
+    }
+
+    @Override
+    public int pause() {
+        if (destroyed || !playing) return -1;
+        playing = false;
+        if (!spec.playable()) return 0;
+        try {
+            return behavior.onPause();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onPause failed", "error", String.valueOf(e));
+            return -1;
+        }
+    }
+
+    @Override
+    public int enable() {
+        disabled = false;
+        return startTree();
+    }
+
+    @Override
+    public int disable() {
+        disabled = true;
+        return stopTree();
+    }
+
+    @Override
+    public GObj createChild(String childName, String gclass, ObjectNode kw) {
+        return yuno.createRuntimeChild(this, childName, gclass, kw, false);
+    }
+
+    @Override
+    public GObj createVolatileChild(String childName, String gclass, ObjectNode kw) {
+        return yuno.createRuntimeChild(this, childName, gclass, kw, true);
+    }
+
+    @Override
+    public void destroy() {
+        if (destroyed) return;
+        if (playing) pause();
+        if (running) stop();
+        for (GObj c : children()) c.destroy();
+        destroyed = true;
+        cancelTimers();
+        try {
+            behavior.onDestroy();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onDestroy failed", "error", String.valueOf(e));
+        }
+        for (GObjImpl pub : subscribedTo) pub.dropSubscriber(this);
+        subscribedTo.clear();
+        subscriptions.clear();
+        if (parent != null) parent.removeChild(this);
+        yuno.forget(this);
+    }
+
+    // --- Events ---
+
+    @Override public String state() { return state; }
+
+    @Override
+    public void changeState(String st) {
+        if (!fsm.hasState(st)) {
+            Glog.error(this, "State NOT FOUND", "state", st);
+            return;
+        }
+        if (traces.contains("machine")) Glog.info(this, "state change", "from", state, "to", st);
+        state = st;
+    }
+
+    @Override public boolean inState(String st) { return state.equals(st); }
+    @Override public boolean hasInputEvent(String event) { return fsm.inputEvents().contains(event); }
+    @Override public boolean acceptsEvent(String event) { return fsm.lookup(state, event) != null; }
+
+    @Override
+    public int send(String event, ObjectNode kw, GObj src) {
+        if (kw == null) kw = F.objectNode();
+        if (destroyed) {
+            Kw.release(kw);
+            return -1;
+        }
+        Fsm.Transition<GObjBehavior> t = fsm.lookup(state, event);
+        if (t == null) {
+            Glog.error(this, "Event NOT DEFINED in state", "state", state, "event", event,
+                    "src", src == null ? "" : src.shortName());
+            Kw.release(kw);
+            return -1;
+        }
+        if (!traces.isEmpty() && traces.contains("machine")) {
+            Glog.info(this, "event", "state", state, "event", event, "src", src == null ? "" : src.shortName());
+        }
+        if (t.next() != null) state = t.next();
+        if (t.action() == null) {
+            Kw.release(kw);
+            return 0;
+        }
+        try {
+            return t.action().run(behavior, event, kw, src);
+        } catch (RuntimeException e) {
+            Glog.error(this, "Action failed", "state", state, "event", event, "error", String.valueOf(e));
+            if (YunoImpl.DEBUG_EXCEPTIONS) e.printStackTrace();
+            Kw.release(kw);
+            return -1;
+        }
+    }
+
+    @Override
+    public int publish(String event, ObjectNode kw) {
+        if (kw == null) kw = F.objectNode();
+        if (destroyed) {
+            Kw.release(kw);
+            return -1;
+        }
+        int n = 0;
+        for (Subscription s : subscriptions) {
+            if (s.matches(event)) n++;
+        }
+        if (n == 0) {
+            Kw.release(kw);
+            return 0;
+        }
+        int ret = 0;
+        int seen = 0;
+        for (Subscription s : subscriptions) {
+            if (!s.matches(event)) continue;
+            seen++;
+            ObjectNode k = kw;
+            if (seen < n) {
+                // Every subscriber but the last gets its own JSON and its own view of the buffer (independent
+                // read index, shared content), so one subscriber's reading does not empty it for another.
+                k = kw.deepCopy();
+                ByteBuf b = Kw.gbuffer(kw);
+                if (b != null) Kw.putRef(k, Kw.GBUFFER, b.retainedDuplicate());
+            }
+            int r = s.subscriber.send(event, k, this);
+            if (r < 0) ret = r;
+        }
+        return ret;
+    }
+
+    @Override
+    public void subscribe(String event, GObj subscriber) {
+        for (Subscription s : subscriptions) {
+            if (s.subscriber == subscriber && (s.event == null ? event == null : s.event.equals(event))) return;
+        }
+        subscriptions.add(new Subscription(event, subscriber));
+        if (subscriber instanceof GObjImpl) ((GObjImpl) subscriber).subscribedTo.add(this);
+    }
+
+    @Override
+    public void unsubscribe(String event, GObj subscriber) {
+        subscriptions.removeIf(s -> s.subscriber == subscriber && (event == null || event.equals(s.event)));
+    }
+
+    private void dropSubscriber(GObj subscriber) {
+        subscriptions.removeIf(s -> s.subscriber == subscriber);
+    }
+
+    @Override
+    public List<GObj> subscribers() {
+        List<GObj> out = new ArrayList<>();
+        for (Subscription s : subscriptions) {
+            if (!out.contains(s.subscriber)) out.add(s.subscriber);
+        }
+        return out;
+    }
+
+    // --- Attributes ---
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public <T> T read(Attr<T> attr) {
+        Object v = values.get(attr.name());
+        if (v == null && !values.containsKey(attr.name())) {
+            throw new IllegalArgumentException("attribute '" + attr.name() + "' unknown in gclass " + spec.name());
+        }
+        return (T) v;
+    }
+
+    @Override
+    public <T> void write(Attr<T> attr, T value) {
+        set(attr, value);
+        notifyWriting(attr);
+    }
+
+    @Override
+    public <T> void set(Attr<T> attr, T value) {
+        if (!values.containsKey(attr.name())) {
+            throw new IllegalArgumentException("attribute '" + attr.name() + "' unknown in gclass " + spec.name());
+        }
+        values.put(attr.name(), value);
+    }
+
+    private void notifyWriting(Attr<?> attr) {
+        if (behavior != null) {
+            try {
+                behavior.onWriting(attr.name());
+            } catch (RuntimeException e) {
+                Glog.error(this, "onWriting failed", "attr", attr.name(), "error", String.valueOf(e));
+            }
+        }
+        if (attr.is(AttrFlag.PERSIST)) yuno.savePersistent(this);
+    }
+
+    @Override
+    public JsonNode readAttr(String attrName) {
+        Attr<?> a = spec.attr(attrName);
+        return a == null ? null : a.toJson(values.get(attrName));
+    }
+
+    @Override
+    public void writeAttr(String attrName, JsonNode value) {
+        Attr<?> a = spec.attr(attrName);
+        if (a == null) throw new IllegalArgumentException("attribute '" + attrName + "' unknown in gclass " + spec.name());
+        if (!a.is(AttrFlag.WR)) throw new IllegalArgumentException("attribute '" + attrName + "' is not writable");
+        values.put(attrName, a.fromJson(value));
+        notifyWriting(a);
+    }
+
+    @Override
+    public ObjectNode attrsJson() {
+        ObjectNode o = F.objectNode();
+        for (Attr<?> a : spec.attrs().values()) o.set(a.name(), a.toJson(values.get(a.name())));
+        return o;
+    }
+
+    /** Persistent attributes as JSON, for the data directory. */
+    ObjectNode persistentJson() {
+        ObjectNode o = F.objectNode();
+        for (Attr<?> a : spec.attrs().values()) {
+            if (a.is(AttrFlag.PERSIST)) o.set(a.name(), a.toJson(values.get(a.name())));
+        }
+        return o;
+    }
+
+    @Override
+    public void resetVolatiles() {
+        for (Attr<?> a : spec.attrs().values()) {
+            if (a.is(AttrFlag.VOLATILE)) values.put(a.name(), defaultOf(a));
+        }
+    }
+
+    // --- Stats and commands ---
+
+    @Override
+    public ObjectNode stats(String filter, ObjectNode kw, GObj src) {
+        ObjectNode own;
+        try {
+            own = behavior.onStats(filter, kw, src);
+        } catch (RuntimeException e) {
+            Glog.error(this, "onStats failed", "error", String.valueOf(e));
+            return Envelope.error("stats failed: " + e.getMessage());
+        }
+        return own != null ? own : defaultStats(filter);
+    }
+
+    @Override
+    public ObjectNode defaultStats(String filter) {
+        boolean reset = "__reset__".equals(filter);
+        ObjectNode data = F.objectNode();
+        GObj g = this;
+        int guard = 0;
+        while (g != null && guard++ < 64) {
+            GObjImpl gi = (GObjImpl) g;
+            for (Attr<?> a : gi.spec.attrs().values()) {
+                if (!a.is(AttrFlag.STATS)) continue;
+                if (reset && a.is(AttrFlag.RSTATS)) gi.values.put(a.name(), defaultOf(a));
+                if (data.has(a.name())) continue;
+                if (!reset && filter != null && !filter.isEmpty() && !statsNameMatches(filter, a.name())) continue;
+                JsonNode v = a.toJson(gi.values.get(a.name()));
+                if (a.type() == AttrType.BOOLEAN) v = F.numberNode(v.asBoolean() ? 1 : 0);
+                data.set(a.name(), v);
+            }
+            g = g.bottom();
+        }
+        return Envelope.ok(data);
+    }
+
+    /** Yuneta's filter: keep the attribute when the filter contains its name or the part before its first '_'. */
+    private static boolean statsNameMatches(String filter, String attr) {
+        if (filter.contains(attr)) return true;
+        int i = attr.indexOf('_');
+        if (i <= 0) return true;
+        return filter.contains(attr.substring(0, i));
+    }
+
+    @Override
+    public ObjectNode command(String cmd, ObjectNode kw, GObj src) {
+        if (kw == null) kw = F.objectNode();
+        CommandSpec<GObjBehavior> c = spec.command(cmd);
+        if (c == null) {
+            if (cmd.equals("help") || cmd.equals("h") || cmd.equals("?")) return help();
+            if (spec.commands().isEmpty() && bottom != null) return bottom.command(cmd, kw, src);
+            return Envelope.error("command '" + cmd + "' not available in " + shortName());
+        }
+        ObjectNode params = F.objectNode();
+        var it = kw.fields();
+        while (it.hasNext()) {
+            var e = it.next();
+            params.set(e.getKey(), e.getValue());
+        }
+        for (Param p : c.params()) {
+            JsonNode v = kw.get(p.name());
+            if (v == null || v.isNull()) {
+                if (p.defaultValue() == null) continue;
+                v = F.textNode(p.defaultValue());
+            }
+            try {
+                params.set(p.name(), convertParam(p, v));
+            } catch (IllegalArgumentException e) {
+                return Envelope.error("command '" + cmd + "': " + e.getMessage());
+            }
+        }
+        try {
+            ObjectNode r = c.handler().run(behavior, cmd, params, src);
+            return r == null ? Envelope.ok(null) : r;
+        } catch (RuntimeException e) {
+            Glog.error(this, "Command failed", "command", cmd, "error", String.valueOf(e));
+            return Envelope.error("command '" + cmd + "' failed: " + e.getMessage());
+        }
+    }
+
+    private static JsonNode convertParam(Param p, JsonNode v) {
+        switch (p.type()) {
+            case INTEGER: return F.numberNode(Attr.integer(p.name(), 0, 0, "").fromJson(v));
+            case REAL: return F.numberNode(Attr.real(p.name(), 0, 0, "").fromJson(v));
+            case BOOLEAN: return F.booleanNode(Attr.bool(p.name(), false, 0, "").fromJson(v));
+            case STRING: return F.textNode(v.isTextual() ? v.asText() : v.toString());
+            default: return v;
+        }
+    }
+
+    /** The generated help: one line per command with its parameters, from the command table. */
+    ObjectNode help() {
+        ArrayNode lines = F.arrayNode();
+        for (CommandSpec<GObjBehavior> c : spec.commands()) {
+            StringBuilder sb = new StringBuilder(c.name());
+            for (String a : c.aliases()) sb.append(" (").append(a).append(")");
+            for (Param p : c.params()) {
+                sb.append(" [").append(p.name()).append('=').append(p.defaultValue() == null ? "?" : p.defaultValue())
+                        .append("]");
+            }
+            sb.append(": ").append(c.description());
+            lines.add(sb.toString());
+        }
+        return Envelope.ok(shortName() + ": " + spec.commands().size() + " commands", lines);
+    }
+
+    // --- Timers ---
+
+    @Override
+    public Cancellable setTimeout(long delayMs, String event, ObjectNode kw) {
+        ScheduledFuture<?>[] holder = new ScheduledFuture<?>[1];
+        holder[0] = yuno.eventLoop().schedule(() -> {
+            timers.remove(holder[0]);
+            if (!destroyed) send(event, kw, this);
+            else Kw.release(kw);
+        }, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        timers.add(holder[0]);
+        return () -> {
+            if (holder[0].cancel(false)) Kw.release(kw);
+            timers.remove(holder[0]);
+        };
+    }
+
+    @Override
+    public Cancellable setPeriodic(long periodMs, String event) {
+        long p = Math.max(1, periodMs);
+        ScheduledFuture<?> f = yuno.eventLoop().scheduleAtFixedRate(() -> {
+            if (!destroyed) send(event, null, this);
+        }, p, p, TimeUnit.MILLISECONDS);
+        timers.add(f);
+        return () -> {
+            f.cancel(false);
+            timers.remove(f);
+        };
+    }
+
+    private void cancelTimers() {
+        for (ScheduledFuture<?> f : new ArrayList<>(timers)) f.cancel(false);
+        timers.clear();
+    }
+
+    // --- Trace ---
+
+    @Override public boolean isTraced(String level) { return traces.contains(level); }
+
+    @Override
+    public void setTrace(String level, boolean on) {
+        if (on) traces.add(level);
+        else traces.remove(level);
+    }
+
+    Set<String> traceLevels() { return traces; }
+
+    @Override
+    public String toString() {
+        return shortName();
+    }
+}

@@ -1,0 +1,242 @@
+package io.gatehouse.core;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClock;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Yuno;
+import io.netty.channel.EventLoop;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A yuno with its own core thread, built from a Yuneta config. The OSGi component runs one; tests, benchmarks
+ * and embedders use it directly:
+ *
+ * <pre>{@code
+ * try (YunoRuntime rt = YunoRuntime.builder().name("gw").gclass(specs).config(json).build()) {
+ *     rt.start();
+ *     ObjectNode st = rt.command("stats-yuno service=__input_side__");
+ * }
+ * }</pre>
+ */
+public final class YunoRuntime implements AutoCloseable {
+    private static final long CALL_TIMEOUT_MS = 30_000;
+
+    private final NioEventLoopGroup group;
+    private final YunoImpl yuno;
+    private final List<Recorder> recorders = new ArrayList<>();
+    private volatile boolean closed;
+
+    private YunoRuntime(Builder b) {
+        this.group = new NioEventLoopGroup(1, new DefaultThreadFactory("gatehouse-core-" + b.name, false));
+        EventLoop loop = group.next();
+        Path data = b.dataDir;
+        if (data == null) {
+            try {
+                data = Files.createTempDirectory("gatehouse-" + b.name);
+            } catch (IOException e) {
+                throw new IllegalStateException("no data directory", e);
+            }
+        }
+        this.yuno = new YunoImpl(b.name, b.role, loop, b.clock, data.toAbsolutePath());
+        for (GClassSpec<?> s : b.specs) yuno.register(s);
+        yuno.register(Recorder.SPEC);
+        b.extensions.forEach((k, v) -> yuno.putExtension(k, v));
+        try {
+            if (b.config != null) {
+                call(() -> {
+                    yuno.loadConfig(b.config);
+                    Map<String, Set<String>> missing = yuno.missingGclasses();
+                    if (!missing.isEmpty()) {
+                        var e = missing.entrySet().iterator().next();
+                        throw new ConfigException(e.getKey(), "gclass '" + e.getValue().iterator().next() + "' NOT FOUND");
+                    }
+                    yuno.buildAll();
+                    return null;
+                });
+            }
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw e;
+        }
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Starts the services (autostart, by priority) and plays them. */
+    public YunoRuntime start() {
+        run(yuno::startServices);
+        return this;
+    }
+
+    public Yuno yuno() {
+        return yuno;
+    }
+
+    public GObj service(String name) {
+        return call(() -> yuno.service(name));
+    }
+
+    /** Runs a command line ({@code "stats-yuno service=x"}) on the core thread and answers its envelope. */
+    public ObjectNode command(String line) {
+        CommandLine cl;
+        try {
+            cl = CommandLine.parse(line);
+        } catch (IllegalArgumentException e) {
+            return Envelope.error(e.getMessage());
+        }
+        return call(() -> yuno.command(cl.command, cl.kw));
+    }
+
+    /** Runs a command on the core thread and answers its envelope. */
+    public ObjectNode command(String command, ObjectNode kw) {
+        return call(() -> yuno.command(command, kw == null ? JsonNodeFactory.instance.objectNode() : kw));
+    }
+
+    /** A recording gobj (gclass C_RECORDER) under the yuno; subscribe it to what a test wants to see. */
+    public Recorder recorder(String name) {
+        Recorder r = call(() -> Recorder.create(yuno, name));
+        synchronized (recorders) {
+            recorders.add(r);
+        }
+        return r;
+    }
+
+    /** Runs {@code task} on the core thread and waits for its result. */
+    public <T> T call(Callable<T> task) {
+        if (yuno.inCoreThread()) {
+            try {
+                return task.call();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        try {
+            return yuno.eventLoop().submit(task).get(CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException) throw (RuntimeException) c;
+            if (c instanceof Error) throw (Error) c;
+            throw new IllegalStateException(c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the core thread did not answer within " + CALL_TIMEOUT_MS + " ms", e);
+        }
+    }
+
+    public void run(Runnable task) {
+        call(() -> {
+            task.run();
+            return null;
+        });
+    }
+
+    /** Registers a gclass that arrived (hot swap): waiting services are built and started. */
+    public List<String> gclassArrived(GClassSpec<?> spec) {
+        return call(() -> yuno.gclassArrived(spec));
+    }
+
+    /** Unregisters a gclass that left (hot swap): services using it are destroyed until it comes back. */
+    public List<String> gclassLeft(String gclassName) {
+        return call(() -> yuno.gclassLeft(gclassName));
+    }
+
+    /** Services waiting for gclasses, with the gclasses they wait for. */
+    public Map<String, Set<String>> waiting() {
+        return call(() -> new LinkedHashMap<>(yuno.missingGclasses()));
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Stops and destroys every service, then ends the core thread. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            run(yuno::destroyAll);
+        } catch (RuntimeException e) {
+            // the loop may already be gone; closing must still end the thread
+        }
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    public static final class Builder {
+        private String name = "yuno";
+        private String role = "";
+        private Path dataDir;
+        private GClock clock = GClock.SYSTEM;
+        private final List<GClassSpec<?>> specs = new ArrayList<>();
+        private final Map<Class<?>, Object> extensions = new LinkedHashMap<>();
+        private ObjectNode config;
+
+        public Builder name(String n) { this.name = n; return this; }
+        public Builder role(String r) { this.role = r; return this; }
+        public Builder dataDir(Path d) { this.dataDir = d; return this; }
+        public Builder clock(GClock c) { this.clock = c; return this; }
+
+        public Builder gclass(GClassSpec<?>... s) {
+            specs.addAll(List.of(s));
+            return this;
+        }
+
+        public Builder gclasses(List<GClassSpec<?>> s) {
+            specs.addAll(s);
+            return this;
+        }
+
+        /** An object gclasses find with {@link Yuno#lookup}. */
+        public <T> Builder extension(Class<T> type, T value) {
+            extensions.put(type, value);
+            return this;
+        }
+
+        /** The config as JSON text (comments allowed); a syntax error names its line and column. */
+        public Builder config(String json) {
+            this.config = YunoImpl.parseConfig(json);
+            return this;
+        }
+
+        public Builder config(ObjectNode c) {
+            this.config = c;
+            return this;
+        }
+
+        public Builder config(Path file) {
+            try {
+                return config(Files.readString(file));
+            } catch (IOException e) {
+                throw new ConfigException("", "cannot read config " + file + ": " + e.getMessage());
+            }
+        }
+
+        /** Builds the tree (all or nothing). Throws {@link ConfigException} on a bad config. */
+        public YunoRuntime build() {
+            return new YunoRuntime(this);
+        }
+    }
+}
