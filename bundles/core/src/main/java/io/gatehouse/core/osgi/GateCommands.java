@@ -1,0 +1,66 @@
+package io.gatehouse.core.osgi;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+
+/**
+ * Gogo shell commands ({@code gate:cmd}, {@code gate:stats}, {@code gate:tree}, {@code gate:gclasses}) on
+ * the same command path as the control endpoint.
+ */
+@Component(service = GateCommands.class, property = {
+        "osgi.command.scope=gate",
+        "osgi.command.function=cmd",
+        "osgi.command.function=stats",
+        "osgi.command.function=tree",
+        "osgi.command.function=gclasses"
+})
+public class GateCommands {
+
+    @Reference
+    private GatehouseCore core;
+
+    /** {@code gate:cmd 'stats-yuno service=__input_side__'}: prints the JSON envelope. */
+    public String cmd(String... words) {
+        return pretty(core.command(String.join(" ", words)));
+    }
+
+    /** {@code gate:stats SERVICE}: the stats envelope of a service. */
+    public String stats(String service) {
+        return pretty(core.command("stats-yuno service=" + service));
+    }
+
+    /** {@code gate:tree}: the gobj tree with gclass, state and running flag. */
+    public String tree() {
+        ObjectNode e = core.command("view-gobj-tree");
+        JsonNode data = e.get("data");
+        if (data == null || !data.isObject()) return pretty(e);
+        StringBuilder sb = new StringBuilder();
+        render(data, 0, sb);
+        return sb.toString();
+    }
+
+    /** {@code gate:gclasses}: the registered gclasses. */
+    public String gclasses() {
+        return String.join("\n", core.gclassNames());
+    }
+
+    private static void render(JsonNode n, int depth, StringBuilder sb) {
+        sb.append("  ".repeat(depth)).append(n.path("gclass").asText()).append('^').append(n.path("name").asText())
+                .append("  ").append(n.path("state").asText())
+                .append(n.path("running").asBoolean() ? "  running" : "  stopped")
+                .append(n.path("disabled").asBoolean() ? "  disabled" : "").append('\n');
+        for (JsonNode c : n.path("children")) render(c, depth + 1, sb);
+    }
+
+    private static String pretty(JsonNode n) {
+        try {
+            return Kw.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(n);
+        } catch (JsonProcessingException e) {
+            return String.valueOf(n);
+        }
+    }
+}
