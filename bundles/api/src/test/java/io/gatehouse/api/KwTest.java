@@ -1,0 +1,61 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class KwTest {
+
+    @Test
+    void shouldReadAndWriteBackquotePaths() throws Exception {
+        ObjectNode kw = Kw.parse("{\"__md_trq__\": {\"__msg_rowid__\": 7, \"t\": \"x\"}}");
+        assertEquals(7, Kw.getLong(kw, "__md_trq__`__msg_rowid__", -1));
+        assertEquals("x", Kw.getString(kw, "__md_trq__`t", null));
+        assertEquals(-1, Kw.getLong(kw, "__md_trq__`missing", -1));
+        assertNull(Kw.get(kw, "nope`deeper"));
+        Kw.set(kw, "a`b`c", JsonNodeFactory.instance.numberNode(3));
+        assertEquals(3, Kw.getLong(kw, "a`b`c", 0));
+        assertEquals(3, Kw.delete(kw, "a`b`c").asInt());
+        assertNull(Kw.get(kw, "a`b`c"));
+    }
+
+    @Test
+    void shouldConvertLenientlyWhereYunetaDoes() throws Exception {
+        ObjectNode kw = Kw.parse("{\"n\": \"42\", \"b\": 1, \"s\": \"true\", \"bad\": \"x\"}");
+        assertEquals(42, Kw.getLong(kw, "n", 0));
+        assertTrue(Kw.getBool(kw, "b", false));
+        assertTrue(Kw.getBool(kw, "s", false));
+        assertEquals(5, Kw.getLong(kw, "bad", 5));
+    }
+
+    @Test
+    void shouldKeepBuffersOutOfJsonAndReleaseThem() {
+        ByteBuf b = Unpooled.copiedBuffer("hello", StandardCharsets.UTF_8);
+        ObjectNode kw = Kw.withGbuffer(b);
+        kw.put("a", 1);
+        assertSame(b, Kw.gbuffer(kw));
+        assertEquals("{\"a\":1}", Kw.toJson(kw));
+        Kw.release(kw);
+        assertEquals(0, b.refCnt());
+        assertNull(Kw.gbuffer(kw));
+    }
+
+    @Test
+    void shouldRemoveMetadataKeysRecursivelyButKeepThreeUnderscores() throws Exception {
+        ObjectNode kw = Kw.parse("{\"id\":\"1\",\"__x__\":1,\"_y\":2,\"___z\":3,\"d\":{\"__w__\":4}}");
+        ObjectNode out = Kw.withoutMetadata(kw);
+        assertEquals("{\"id\":\"1\",\"_y\":2,\"___z\":3,\"d\":{}}", Kw.toJson(out));
+        assertTrue(kw.has("__x__"), "the caller's kw is not altered");
+        assertFalse(Kw.isMetadataKey("___z"));
+    }
+}
