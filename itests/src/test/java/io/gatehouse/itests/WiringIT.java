@@ -1,0 +1,189 @@
+package io.gatehouse.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertTrue;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import java.io.InputStream;
+import java.net.URL;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+import javax.xml.parsers.DocumentBuilderFactory;
+
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerClass;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.ServiceReference;
+import org.osgi.service.component.runtime.ServiceComponentRuntime;
+import org.osgi.service.component.runtime.dto.ComponentConfigurationDTO;
+import org.osgi.service.component.runtime.dto.ComponentDescriptionDTO;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+/**
+ * Every bundle of the distribution resolves and starts, and every gclass that a Gatehouse bundle declares (a DS
+ * component providing {@code io.gatehouse.api.GClass} with a {@code gclass.name} property) is registered.
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerClass.class)
+public class WiringIT extends ITSupport {
+    static final String GCLASS = "io.gatehouse.api.GClass";
+    static final String GCLASS_NAME = "gclass.name";
+
+    @Configuration
+    public Option[] config() {
+        return options(base(), allGatehouseBundles(), yunoConfig("empty-yuno.json"));
+    }
+
+    @Test
+    public void shouldStartEveryBundleWhenTheWholeReactorIsInstalled() {
+        List<String> notActive = new ArrayList<>();
+        for (Bundle b : ctx.getBundles()) {
+            int expected = isFragment(b) ? Bundle.RESOLVED : Bundle.ACTIVE;
+            if (b.getState() != expected) {
+                notActive.add(b.getSymbolicName() + " " + b.getVersion() + " is " + stateName(b));
+            }
+        }
+        assertTrue("bundles not started: " + notActive, notActive.isEmpty());
+    }
+
+    @Test
+    public void shouldHaveEveryGatehouseBundleActiveWhenInstalledFromTheReactor() {
+        for (String name : ALL_BUNDLES) {
+            Bundle b = installedBundle(GROUP + "." + name);
+            assertNotNull(GROUP + "." + name + " is not installed", b);
+            assertEquals(GROUP + "." + name + " state", "ACTIVE", stateName(b));
+        }
+        assertEquals("Gatehouse bundles installed", ALL_BUNDLES.size(), gatehouseBundlesInstalled().size());
+    }
+
+    @Test
+    public void shouldRegisterEveryDeclaredGClassWhenItsBundleIsActive() throws Exception {
+        Map<String, String> declared = declaredGClasses();
+        await("GClass services " + declared.keySet(), 10_000, () -> registeredGClasses().containsAll(declared.keySet()));
+
+        Set<String> registered = new TreeSet<>();
+        for (ServiceReference<?> ref : gclassRefs()) {
+            Object name = ref.getProperty(GCLASS_NAME);
+            assertTrue("GClass service " + ref.getProperty("service.id") + " of " + ref.getBundle().getSymbolicName()
+                + " has no " + GCLASS_NAME, name instanceof String && !((String) name).isBlank());
+            assertTrue("GClass " + name + " is registered twice", registered.add((String) name));
+            assertTrue("GClass " + name + " comes from " + ref.getBundle().getSymbolicName(),
+                ref.getBundle().getSymbolicName().startsWith(GROUP + "."));
+        }
+        assertEquals("registered gclasses (declared: " + declared + ")", new TreeSet<>(declared.keySet()), registered);
+        System.out.println("WiringIT: gclasses registered " + declared);
+    }
+
+    @Test
+    public void shouldLeaveNoGatehouseComponentUnsatisfiedWhenAllBundlesRun() {
+        ServiceReference<ServiceComponentRuntime> ref = ctx.getServiceReference(ServiceComponentRuntime.class);
+        assertNotNull("ServiceComponentRuntime", ref);
+        ServiceComponentRuntime scr = ctx.getService(ref);
+        try {
+            Bundle[] ours = gatehouseBundlesInstalled().toArray(Bundle[]::new);
+            List<String> bad = new ArrayList<>();
+            for (ComponentDescriptionDTO d : scr.getComponentDescriptionDTOs(ours)) {
+                if (!scr.isComponentEnabled(d) || "require".equals(d.configurationPolicy)) {
+                    continue;
+                }
+                Collection<ComponentConfigurationDTO> configs = scr.getComponentConfigurationDTOs(d);
+                for (ComponentConfigurationDTO c : configs) {
+                    if (c.state == ComponentConfigurationDTO.UNSATISFIED_REFERENCE
+                        || c.state == ComponentConfigurationDTO.UNSATISFIED_CONFIGURATION
+                        || c.state == ComponentConfigurationDTO.FAILED_ACTIVATION) {
+                        bad.add(d.name + " state=" + c.state
+                            + (c.failure != null ? " failure=" + c.failure.lines().findFirst().orElse("") : ""));
+                    }
+                }
+            }
+            assertTrue("unsatisfied or failed components: " + bad, bad.isEmpty());
+        } finally {
+            ctx.ungetService(ref);
+        }
+    }
+
+    // --- Helpers ---
+
+    private List<ServiceReference<?>> gclassRefs() {
+        try {
+            ServiceReference<?>[] refs = ctx.getAllServiceReferences(GCLASS, null);
+            return refs == null ? List.of() : List.of(refs);
+        } catch (org.osgi.framework.InvalidSyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private Set<String> registeredGClasses() {
+        return gclassRefs().stream().map(r -> String.valueOf(r.getProperty(GCLASS_NAME))).collect(Collectors.toSet());
+    }
+
+    /** gclass name → bundle, read from the DS descriptors of every Gatehouse bundle (not from the registry). */
+    private Map<String, String> declaredGClasses() throws Exception {
+        Map<String, String> declared = new TreeMap<>();
+        DocumentBuilderFactory dbf = DocumentBuilderFactory.newInstance();
+        dbf.setNamespaceAware(true);
+        for (Bundle b : gatehouseBundlesInstalled()) {
+            String header = b.getHeaders().get("Service-Component");
+            if (header == null || header.isBlank()) {
+                continue;
+            }
+            for (String path : header.split(",")) {
+                URL url = b.getEntry(path.trim());
+                assertNotNull(b.getSymbolicName() + " lists a missing descriptor " + path, url);
+                Document doc;
+                try (InputStream in = url.openStream()) {
+                    doc = dbf.newDocumentBuilder().parse(in);
+                }
+                NodeList components = doc.getElementsByTagNameNS("*", "component");
+                for (int i = 0; i < components.getLength(); i++) {
+                    Element comp = (Element) components.item(i);
+                    if ("require".equals(comp.getAttribute("configuration-policy")) || !provides(comp, GCLASS)) {
+                        continue;
+                    }
+                    String name = property(comp, GCLASS_NAME);
+                    assertNotNull("component " + comp.getAttribute("name") + " of " + b.getSymbolicName()
+                        + " provides GClass without a " + GCLASS_NAME + " property", name);
+                    declared.put(name, b.getSymbolicName());
+                }
+            }
+        }
+        return declared;
+    }
+
+    private static boolean provides(Element comp, String iface) {
+        NodeList provides = comp.getElementsByTagName("provide");
+        for (int i = 0; i < provides.getLength(); i++) {
+            if (iface.equals(((Element) provides.item(i)).getAttribute("interface"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String property(Element comp, String name) {
+        NodeList props = comp.getElementsByTagName("property");
+        for (int i = 0; i < props.getLength(); i++) {
+            Element p = (Element) props.item(i);
+            if (name.equals(p.getAttribute("name"))) {
+                String v = p.hasAttribute("value") ? p.getAttribute("value") : p.getTextContent().trim();
+                return v.isEmpty() ? null : v;
+            }
+        }
+        return null;
+    }
+}
