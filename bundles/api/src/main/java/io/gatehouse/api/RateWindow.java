@@ -1,0 +1,131 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * Message counters with rates computed when they are read (seeds/000, DESIGN decision 1), shared by the
+ * gclasses that report {@code txMsgs rxMsgs txMsgsec rxMsgsec maxtxMsgsec maxrxMsgsec} (C_CHANNEL, C_IOGATE).
+ *
+ * <p>The rules, exactly:
+ * <ul>
+ *   <li>The first read opens the window: it answers rates 0 (or the last ones after a reset) and remembers
+ *       the time and the counters.</li>
+ *   <li>A read at least one second after the window opened closes it: the rate is the messages since the
+ *       window opened times 1000 divided by the elapsed <b>milliseconds</b> (integer division), so a read after
+ *       1.9 s divides by 1.9, not by 1. The maxima move, and a new window opens at that read.</li>
+ *   <li>A read less than a second after the window opened answers the last rates and does not move the
+ *       window: no message is lost to a rate.</li>
+ *   <li>Every reader shares the one window (each sees the rate since the previous reader's closing read).</li>
+ * </ul>
+ * There is no timer: a gobj nobody reads costs two increments per message.
+ *
+ * <p>Not thread-safe: like every gobj state, it lives on the yuno's core thread.
+ */
+public final class RateWindow {
+    /** The shortest window, in milliseconds. */
+    public static final long MIN_WINDOW_MS = 1000;
+
+    public static final String TX_MSGS = "txMsgs";
+    public static final String RX_MSGS = "rxMsgs";
+    public static final String TX_MSGSEC = "txMsgsec";
+    public static final String RX_MSGSEC = "rxMsgsec";
+    public static final String MAX_TX_MSGSEC = "maxtxMsgsec";
+    public static final String MAX_RX_MSGSEC = "maxrxMsgsec";
+
+    private final GClock clock;
+    private long txMsgs;
+    private long rxMsgs;
+    private boolean open;
+    private long windowStartMs;
+    private long windowTx;
+    private long windowRx;
+    private long txMsgsec;
+    private long rxMsgsec;
+    private long maxTxMsgsec;
+    private long maxRxMsgsec;
+
+    public RateWindow(GClock clock) {
+        this.clock = clock == null ? GClock.SYSTEM : clock;
+    }
+
+    // --- Counting (the hot path) ---
+
+    public void incTx() { txMsgs++; }
+
+    public void incRx() { rxMsgs++; }
+
+    public void addTx(long n) { txMsgs += n; }
+
+    public void addRx(long n) { rxMsgs += n; }
+
+    public long txMsgs() { return txMsgs; }
+
+    public long rxMsgs() { return rxMsgs; }
+
+    /** The rates as last computed (no read: the window does not move). */
+    public long txMsgsec() { return txMsgsec; }
+
+    public long rxMsgsec() { return rxMsgsec; }
+
+    public long maxTxMsgsec() { return maxTxMsgsec; }
+
+    public long maxRxMsgsec() { return maxRxMsgsec; }
+
+    /** Zeroes counters, rates and maxima, and closes the window (the next read opens a new one). */
+    public void reset() {
+        txMsgs = rxMsgs = 0;
+        open = false;
+        windowStartMs = windowTx = windowRx = 0;
+        txMsgsec = rxMsgsec = maxTxMsgsec = maxRxMsgsec = 0;
+    }
+
+    // --- Reading ---
+
+    /** Applies the read rules at the clock's current time (see the class comment). */
+    public void read() {
+        long now = clock.monotonicMillis();
+        if (!open) {
+            open = true;
+            windowStartMs = now;
+            windowTx = txMsgs;
+            windowRx = rxMsgs;
+            return;
+        }
+        long elapsed = now - windowStartMs;
+        if (elapsed < MIN_WINDOW_MS) return;
+        txMsgsec = (txMsgs - windowTx) * 1000 / elapsed;
+        rxMsgsec = (rxMsgs - windowRx) * 1000 / elapsed;
+        if (txMsgsec > maxTxMsgsec) maxTxMsgsec = txMsgsec;
+        if (rxMsgsec > maxRxMsgsec) maxRxMsgsec = rxMsgsec;
+        windowStartMs = now;
+        windowTx = txMsgs;
+        windowRx = rxMsgs;
+    }
+
+    /**
+     * A stats read: {@code "__reset__"} as filter resets first; then {@link #read()}; answers the bare dict
+     * {@code {txMsgs, rxMsgs, txMsgsec, rxMsgsec, maxtxMsgsec, maxrxMsgsec}}.
+     */
+    public ObjectNode readStats(String filter) {
+        if ("__reset__".equals(filter)) reset();
+        read();
+        return putStats(JsonNodeFactory.instance.objectNode());
+    }
+
+    /** Writes the six keys into {@code out} without reading (the window does not move). */
+    public ObjectNode putStats(ObjectNode out) {
+        out.put(TX_MSGS, txMsgs);
+        out.put(RX_MSGS, rxMsgs);
+        out.put(TX_MSGSEC, txMsgsec);
+        out.put(RX_MSGSEC, rxMsgsec);
+        out.put(MAX_TX_MSGSEC, maxTxMsgsec);
+        out.put(MAX_RX_MSGSEC, maxRxMsgsec);
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return putStats(JsonNodeFactory.instance.objectNode()).toString();
+    }
+}
