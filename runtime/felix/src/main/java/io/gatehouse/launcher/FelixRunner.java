@@ -186,6 +186,12 @@ final class FelixRunner {
             return fw;
         }
         BundleContext ctx = fw.getBundleContext();
+        ctx.addFrameworkListener(ev -> {
+            if (ev.getType() == FrameworkEvent.ERROR) {
+                Throwable t = ev.getThrowable();
+                log("ERROR", "bundle " + ev.getBundle().getSymbolicName() + ": " + (t != null ? t.getMessage() : "error"));
+            }
+        });
         List<Bundle> installed = new ArrayList<>();
         for (Path jar : bundleJars(home.resolve("bundle"))) {
             try {
@@ -194,20 +200,19 @@ final class FelixRunner {
                 log("ERROR", "cannot install " + jar.getFileName() + ": " + e.getMessage());
             }
         }
-        fw.start();
+        // Marked for start while the framework is still at start level 0: fw.start() then resolves and starts them
+        // all before it fires STARTED, which is when core builds the yuno (every gclass has registered by then).
         for (Bundle b : installed) {
-            if (stopRequested.get()) {
-                break;
-            }
             if (isFragment(b)) {
                 continue;
             }
             try {
                 b.start();
             } catch (BundleException | IllegalStateException e) {
-                log("ERROR", "bundle " + b.getSymbolicName() + " did not start: " + e.getMessage());
+                log("ERROR", "bundle " + b.getSymbolicName() + " cannot be started: " + e.getMessage());
             }
         }
+        fw.start();
         long active = installed.stream().filter(b -> b.getState() == Bundle.ACTIVE).count();
         long fragments = installed.stream().filter(FelixRunner::isFragment).count();
         log("INFO", "Gatehouse running: " + active + " bundles active, " + fragments + " fragments, "
