@@ -1,0 +1,220 @@
+package io.gatehouse.channel;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.RateWindow;
+import io.gatehouse.api.St;
+import io.netty.buffer.ByteBuf;
+
+/**
+ * C_CHANNEL: turns a tube (protocol + transport, its bottom) into one endpoint that is open or closed, counts
+ * the messages that go through it and computes their rates when its stats are read.
+ *
+ * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with the rate rule of seeds/000.
+ *
+ * <pre>
+ *   ST_CLOSED  --EV_ON_OPEN-->  ST_OPENED  --EV_ON_CLOSE-->  ST_CLOSED
+ * </pre>
+ *
+ * <ul>
+ *   <li>Up: EV_ON_MESSAGE / EV_ON_IEV_MESSAGE / EV_ON_ID / EV_ON_ID_NAK count rx and are published as they
+ *       came (same event, same kw); EV_ON_OPEN / EV_ON_CLOSE set {@code opened} and are published.</li>
+ *   <li>Down: EV_SEND_MESSAGE (counts tx: attempts, not successes) goes to the bottom as EV_SEND_MESSAGE, or
+ *       EV_TX_DATA when the bottom is a bare transport; EV_SEND_IEV sends its {@code __iev_event__};
+ *       EV_DROP is passed down.</li>
+ *   <li>In ST_CLOSED only EV_ON_OPEN and EV_STOPPED are defined: a send to a closed channel answers -1 with
+ *       "Event NOT DEFINED in state".</li>
+ *   <li>Stats read by its parent (a gate) answer the bare counters; read by anyone else they are the stats of
+ *       the bottom (the protocol and transport attributes).</li>
+ *   <li>It has no commands of its own: core proxies every command to the bottom.</li>
+ * </ul>
+ */
+public final class Channel implements GObjBehavior {
+
+    // --- Attributes ---
+
+    public static final Attr<Boolean> OPENED = Attr.bool("opened", false, AttrFlag.RD, "Channel opened");
+
+    // --- Trace levels ---
+
+    static final String TRACE_CONNECTION = "connection";
+    static final String TRACE_MESSAGES = "messages";
+
+    /** Key of the inner event of EV_SEND_IEV / EV_ON_IEV_MESSAGE. */
+    static final String IEV_EVENT = "__iev_event__";
+
+    // --- FSM ---
+
+    static final Fsm<Channel> FSM = Fsm.<Channel>builder()
+            .state(St.ST_CLOSED)
+                .on(Ev.EV_ON_OPEN,          Channel::acOnOpen,      St.ST_OPENED)
+                .on(Ev.EV_STOPPED,          Channel::acStopped)
+            .state(St.ST_OPENED)
+                .on(Ev.EV_ON_MESSAGE,       Channel::acOnMessage)
+                .on(Ev.EV_ON_IEV_MESSAGE,   Channel::acOnMessage)
+                .on(Ev.EV_ON_ID,            Channel::acOnMessage)
+                .on(Ev.EV_ON_ID_NAK,        Channel::acOnMessage)
+                .on(Ev.EV_SEND_MESSAGE,     Channel::acSendMessage)
+                .on(Ev.EV_SEND_IEV,         Channel::acSendIev)
+                .on(Ev.EV_DROP,             Channel::acDrop)
+                .ignore(Ev.EV_ON_OPEN)
+                .on(Ev.EV_ON_CLOSE,         Channel::acOnClose,     St.ST_CLOSED)
+                .on(Ev.EV_STOPPED,          Channel::acStopped)
+            .publishes(Ev.EV_ON_MESSAGE, Ev.EV_ON_IEV_MESSAGE, Ev.EV_ON_ID, Ev.EV_ON_ID_NAK,
+                    Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
+            .build();
+
+    public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
+            .description("One logical link over a protocol stack: open/closed, message counters and rates")
+            .attrs(OPENED)
+            .fsm(FSM)
+            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .acceptUnusedYunetaKeys("user_data", "user_data2")
+            .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
+            .factory(Channel::new)
+            .build();
+
+    // --- Private data ---
+
+    private final GObj gobj;
+    private final RateWindow msgs;
+
+    private Channel(GObj gobj) {
+        this.gobj = gobj;
+        this.msgs = new RateWindow(gobj.yuno().clock());
+    }
+
+    // --- Framework methods ---
+
+    @Override
+    public int onStop() {
+        // The stack below stops with the channel (disable-channel); the tree walk stops it too, harmlessly.
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.isRunning()) bottom.stop();
+        return 0;
+    }
+
+    /**
+     * Read by its parent (the gate): the bare counters and rates, and the rate window moves by the rule of
+     * {@link RateWindow}. Read by anyone else: the bottom's stats (the protocol and transport).
+     */
+    @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        if (src != null && src == gobj.parent()) {
+            return msgs.readStats(filter);
+        }
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            Glog.error(gobj, "No bottom gobj");
+            return Envelope.error("No bottom gobj");
+        }
+        return bottom.stats(filter, kw, gobj);
+    }
+
+    /** The counters and rates as last computed, without reading (the window does not move). */
+    public RateWindow msgs() {
+        return msgs;
+    }
+
+    // --- Actions ---
+
+    private int acOnOpen(String event, ObjectNode kw, GObj src) {
+        gobj.set(OPENED, true);
+        if (gobj.isTraced(TRACE_CONNECTION)) {
+            Glog.info(gobj, "ON_OPEN", "peername", Kw.getString(kw, "peername", ""),
+                    "sockname", Kw.getString(kw, "sockname", ""));
+        }
+        return gobj.publish(Ev.EV_ON_OPEN, kw);
+    }
+
+    private int acOnClose(String event, ObjectNode kw, GObj src) {
+        gobj.set(OPENED, false);
+        if (gobj.isTraced(TRACE_CONNECTION)) {
+            Glog.info(gobj, "ON_CLOSE", "peername", Kw.getString(kw, "peername", ""),
+                    "sockname", Kw.getString(kw, "sockname", ""));
+        }
+        return gobj.publish(Ev.EV_ON_CLOSE, kw);
+    }
+
+    private int acOnMessage(String event, ObjectNode kw, GObj src) {
+        msgs.incRx();
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw);
+        return gobj.publish(event, kw);
+    }
+
+    private int acSendMessage(String event, ObjectNode kw, GObj src) {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            Glog.error(gobj, "No bottom gobj", "event", event);
+            Kw.release(kw);
+            return -1;
+        }
+        String down;
+        if (bottom.hasInputEvent(Ev.EV_SEND_MESSAGE)) {
+            down = Ev.EV_SEND_MESSAGE;
+        } else if (bottom.hasInputEvent(Ev.EV_TX_DATA)) {
+            down = Ev.EV_TX_DATA;
+        } else {
+            Glog.error(gobj, "Bottom without EV_SEND_MESSAGE or EV_TX_DATA input event", "bottom", bottom.shortName());
+            Kw.release(kw);
+            return -1;
+        }
+        // txMsgs counts attempts, as in Yuneta: a refused send is still counted.
+        msgs.incTx();
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + down, kw);
+        return bottom.send(down, kw, gobj);
+    }
+
+    private int acSendIev(String event, ObjectNode kw, GObj src) {
+        JsonNode iev = kw.remove(IEV_EVENT);
+        if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
+            Glog.error(gobj, "EV_SEND_IEV without " + IEV_EVENT);
+            Kw.release(kw);
+            return -1;
+        }
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            Glog.error(gobj, "No bottom gobj", "event", event);
+            Kw.release(kw);
+            return -1;
+        }
+        msgs.incTx();
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + iev.asText(), kw);
+        return bottom.send(iev.asText(), kw, gobj);
+    }
+
+    private int acDrop(String event, ObjectNode kw, GObj src) {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            Glog.error(gobj, "No bottom gobj", "event", event);
+            Kw.release(kw);
+            return -1;
+        }
+        if (gobj.isTraced(TRACE_CONNECTION)) Glog.info(gobj, "DROP");
+        return bottom.send(Ev.EV_DROP, kw, gobj);
+    }
+
+    private int acStopped(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != null && src != gobj && src.isVolatile() && src.parent() == gobj) src.destroy();
+        return 0;
+    }
+
+    // --- Local methods ---
+
+    private void traceMessage(String what, ObjectNode kw) {
+        ByteBuf b = Kw.gbuffer(kw);
+        Glog.info(gobj, what, "bytes", b == null ? -1 : b.readableBytes(), "kw", Kw.toJson(kw));
+    }
+}
