@@ -326,7 +326,7 @@ final class GObjImpl implements GObj {
         destroyed = true;
         cancelTimers();
         try {
-            behavior.onDestroy();
+            if (behavior != null) behavior.onDestroy();
         } catch (RuntimeException e) {
             Glog.error(this, "onDestroy failed", "error", String.valueOf(e));
         }

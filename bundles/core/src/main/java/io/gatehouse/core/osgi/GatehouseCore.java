@@ -6,6 +6,7 @@ import io.gatehouse.api.GClass;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
+import io.gatehouse.core.ControlServer;
 import io.gatehouse.core.YunoRuntime;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -47,6 +48,10 @@ public class GatehouseCore {
     public static final String PROP_DATA = "gatehouse.data";
     public static final String PROP_YUNO_NAME = "gatehouse.yuno.name";
     public static final String PROP_EXIT_CODE = "gatehouse.exit.code";
+    public static final String PROP_CONTROL_PORT = "gatehouse.control.port";
+    public static final String PROP_CONTROL_HOST = "gatehouse.control.host";
+    public static final String PROP_CONTROL_TOKEN = "gatehouse.control.token";
+    public static final int DEFAULT_CONTROL_PORT = 1991;
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
@@ -54,6 +59,7 @@ public class GatehouseCore {
     private BundleContext context;
     private FrameworkListener startListener;
     private volatile YunoRuntime runtime;
+    private ControlServer control;
     private volatile String failure;
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
@@ -109,6 +115,7 @@ public class GatehouseCore {
         }
         YunoRuntime rt = runtime;
         runtime = null;
+        if (control != null) control.close();
         if (rt != null) rt.close();
     }
 
@@ -133,10 +140,28 @@ public class GatehouseCore {
             rt.start();
             runtime = rt;
             LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), config, dataDir);
+            startControl(rt);
         } catch (ConfigException e) {
             fatal("Bad config: " + e.getMessage());
         } catch (Exception e) {
             fatal("Cannot start the yuno: " + e);
+        }
+    }
+
+    /** The control endpoint ({@code ./gatehouse cmd}); port 0 or negative disables it. */
+    private void startControl(YunoRuntime rt) {
+        String p = context.getProperty(PROP_CONTROL_PORT);
+        int port = p == null || p.isEmpty() ? DEFAULT_CONTROL_PORT : Integer.parseInt(p.trim());
+        if (port <= 0) return;
+        String host = context.getProperty(PROP_CONTROL_HOST);
+        host = host == null || host.isEmpty() ? "127.0.0.1" : host;
+        ControlServer cs = new ControlServer(rt, context.getProperty(PROP_CONTROL_TOKEN), !host.startsWith("127."));
+        try {
+            int bound = cs.start(host, port);
+            control = cs;
+            LOG.info("control endpoint listening on {}:{}", host, bound);
+        } catch (java.io.IOException e) {
+            fatal("Control port: " + e.getMessage());
         }
     }
 
