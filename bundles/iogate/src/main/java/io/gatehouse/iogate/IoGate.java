@@ -1,0 +1,532 @@
+package io.gatehouse.iogate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.CommandSpec;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.Param;
+import io.gatehouse.api.RateWindow;
+import io.gatehouse.api.St;
+import io.netty.buffer.ByteBuf;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+
+/**
+ * C_IOGATE: routes messages between its C_CHANNEL children and the gobjs above it.
+ *
+ * <p>Port of {@code kernel/c/root-linux/src/c_iogate.c} @6043415535bd, with the seeds' broadcast copy rule
+ * and stats envelope, and one addition (send_type 2).
+ *
+ * <p><b>Up.</b> A message from a channel counts rx and is published under the same event with
+ * {@code __temp__ = {"channel": <name>, "channel_gobj": <ref>}} added, so a reply put back with that
+ * {@code __temp__} goes out on the same connection. EV_ON_OPEN / EV_ON_CLOSE get the same {@code __temp__}.
+ *
+ * <p><b>Down</b> (EV_SEND_MESSAGE, EV_SEND_IEV), per message {@code __send_type__} else the attribute:
+ * <ul>
+ *   <li>{@code __temp__.channel_gobj}, else {@code __temp__.channel}: that channel, whatever the send type.</li>
+ *   <li>0: one open channel at a time (Yuneta's "rotated", really sticky failover): the current channel while
+ *       it stays open and enabled; when it closes, the next open one after it, wrapping, which then stays.</li>
+ *   <li>1: every open channel. All but the last get a copy of the unread bytes of the gbuffer (in a copy of the
+ *       kw); the last one takes the original. A kw without gbuffer is shared.</li>
+ *   <li>2 (Gatehouse only): round robin, one message per open channel in turn.</li>
+ * </ul>
+ * txMsgs counts each channel that accepted the message. The sender always gets 0: a message with no open
+ * channel is logged ("No channel FOUND to send") and dropped.
+ *
+ * <p><b>Stats</b>: the envelope {@code {"result":0,...,"data":{txMsgs, rxMsgs, txMsgsec, rxMsgsec,
+ * maxtxMsgsec, maxrxMsgsec, "channels": {<name>: <the channel's bare stats>}}}}; rates as in {@link RateWindow}.
+ */
+public final class IoGate implements GObjBehavior {
+
+    // --- Constants ---
+
+    public static final int SEND_ONE = 0;
+    public static final int SEND_ALL = 1;
+    public static final int SEND_ROUND_ROBIN = 2;
+
+    static final String TRACE_CONNECTION = "connection";
+    static final String TRACE_MESSAGES = "messages";
+
+    static final String IEV_EVENT = "__iev_event__";
+    static final String TEMP_CHANNEL = "channel";
+    static final String TEMP_CHANNEL_GOBJ = "channel_gobj";
+
+    // --- Attributes ---
+
+    public static final Attr<Long> SEND_TYPE = Attr.integer("send_type", SEND_ONE, AttrFlag.RD | AttrFlag.WR,
+            "0: one open channel at a time (sticky), 1: every open channel, 2: round robin per message");
+
+    /** The channel's own attribute, read by name (the gate does not know the channel classes). */
+    private static final Attr<Boolean> CHANNEL_OPENED = Attr.bool("opened", false, AttrFlag.RD, "Channel opened");
+
+    // --- FSM ---
+
+    static final Fsm<IoGate> FSM = Fsm.<IoGate>builder()
+            .state(St.ST_IDLE)
+                .on(Ev.EV_ON_MESSAGE,       IoGate::acOnMessage)
+                .on(Ev.EV_ON_COMMAND,       IoGate::acOnMessage)
+                .on(Ev.EV_ON_ID,            IoGate::acOnMessage)
+                .on(Ev.EV_ON_ID_NAK,        IoGate::acOnMessage)
+                .on(Ev.EV_ON_IEV_MESSAGE,   IoGate::acOnIevMessage)
+                .on(Ev.EV_SEND_MESSAGE,     IoGate::acSendMessage)
+                .on(Ev.EV_SEND_IEV,         IoGate::acSendMessage)
+                .on(Ev.EV_DROP,             IoGate::acDrop)
+                .on(Ev.EV_ON_OPEN,          IoGate::acOnOpen)
+                .on(Ev.EV_ON_CLOSE,         IoGate::acOnClose)
+                .on(Ev.EV_STOPPED,          IoGate::acStopped)
+            .publishes(Ev.EV_ON_MESSAGE, Ev.EV_ON_COMMAND, Ev.EV_ON_ID, Ev.EV_ON_ID_NAK,
+                    Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
+            .build();
+
+    // --- Commands ---
+
+    private static final Param PM_CHANNEL_NAME = Param.string("channel_name", "",
+            "Channel name, a regular expression (empty: every channel)");
+    private static final Param PM_OPENED = Param.bool("opened", "false", "Only the opened channels");
+
+    private static final CommandSpec<IoGate> CMD_VIEW_CHANNELS =
+            CommandSpec.of("view-channels", "View channels.", IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED);
+    private static final CommandSpec<IoGate> CMD_ENABLE_CHANNEL =
+            CommandSpec.of("enable-channel", "Enable channels.", IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED);
+    private static final CommandSpec<IoGate> CMD_DISABLE_CHANNEL =
+            CommandSpec.of("disable-channel", "Disable channels.", IoGate::cmdDisableChannel, PM_CHANNEL_NAME, PM_OPENED);
+    private static final CommandSpec<IoGate> CMD_TRACE_ON_CHANNEL =
+            CommandSpec.of("trace-on-channel", "Trace on channels.", IoGate::cmdTraceOnChannel, PM_CHANNEL_NAME, PM_OPENED);
+    private static final CommandSpec<IoGate> CMD_TRACE_OFF_CHANNEL =
+            CommandSpec.of("trace-off-channel", "Trace off channels.", IoGate::cmdTraceOffChannel, PM_CHANNEL_NAME, PM_OPENED);
+    private static final CommandSpec<IoGate> CMD_RESET_STATS_CHANNEL =
+            CommandSpec.of("reset-stats-channel", "Reset stats of channels.", IoGate::cmdResetStatsChannel,
+                    PM_CHANNEL_NAME, PM_OPENED);
+
+    public static final GClassSpec<IoGate> SPEC = GClassSpec.builder(GClassNames.C_IOGATE, IoGate.class)
+            .description("Routes messages between its channels and the gobjs above: one, all or round robin")
+            .attrs(SEND_TYPE)
+            .fsm(FSM)
+            .commands(CMD_VIEW_CHANNELS, CMD_ENABLE_CHANNEL, CMD_DISABLE_CHANNEL, CMD_TRACE_ON_CHANNEL,
+                    CMD_TRACE_OFF_CHANNEL, CMD_RESET_STATS_CHANNEL)
+            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .factory(IoGate::new)
+            .build();
+
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    // --- Private data ---
+
+    private final GObj gobj;
+    private final RateWindow msgs;
+    /** send_type 0: the channel that stays chosen while it is open. */
+    private GObj currentChannel;
+    /** send_type 2: the child index where the next search starts. */
+    private int roundRobinNext;
+
+    private IoGate(GObj gobj) {
+        this.gobj = gobj;
+        this.msgs = new RateWindow(gobj.yuno().clock());
+    }
+
+    // --- Framework methods ---
+
+    @Override
+    public void onChildAdded(GObj child) {
+        String gc = child.gclassName();
+        if (!GClassNames.C_CHANNEL.equals(gc) && !GClassNames.C_TCP_S.equals(gc)) {
+            Glog.error(gobj, "IOGate child must be a C_CHANNEL gclass", "child", child.shortName());
+        }
+    }
+
+    /**
+     * The envelope with the gate's counters and rates under {@code data} and one entry per channel under
+     * {@code data.channels} (each channel read as its parent, which moves its own rate window).
+     */
+    @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        ObjectNode data = msgs.readStats(filter);
+        ObjectNode channels = data.putObject("channels");
+        int i = 0;
+        for (GObj ch : gobj.children()) {
+            if (!isChannel(ch)) continue;
+            String name = ch.name().isEmpty() ? "#" + i : ch.name();
+            i++;
+            channels.set(name, ch.stats("__reset__".equals(filter) ? filter : "", null, gobj));
+        }
+        return Envelope.ok(data);
+    }
+
+    /** The counters and rates as last computed (no read). */
+    public RateWindow msgs() {
+        return msgs;
+    }
+
+    /** Yuneta's local method {@code channels_opened}: counted on request, never kept up to date per event. */
+    public int channelsOpened() {
+        int n = 0;
+        for (GObj ch : gobj.children()) {
+            if (isChannel(ch) && isOpened(ch)) n++;
+        }
+        return n;
+    }
+
+    // --- Commands ---
+
+    private ObjectNode cmdViewChannels(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, null);
+    }
+
+    private ObjectNode cmdEnableChannel(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, GObj::enable);
+    }
+
+    private ObjectNode cmdDisableChannel(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, GObj::disable);
+    }
+
+    private ObjectNode cmdTraceOnChannel(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, ch -> setUserTraces(ch, true));
+    }
+
+    private ObjectNode cmdTraceOffChannel(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, ch -> setUserTraces(ch, false));
+    }
+
+    private ObjectNode cmdResetStatsChannel(String cmd, ObjectNode kw, GObj src) {
+        return forChannels(kw, ch -> {
+            ch.stats("__reset__", null, gobj);
+            return 0;
+        });
+    }
+
+    private interface ChannelOp {
+        int apply(GObj channel);
+    }
+
+    /**
+     * Applies {@code op} to the channels selected by {@code channel_name} (a regular expression searched in
+     * the name) and {@code opened}, then answers the view-channels table of the same selection. A name that
+     * matches no channel is an error (Yuneta's loop spun forever on it).
+     */
+    private ObjectNode forChannels(ObjectNode kw, ChannelOp op) {
+        String channelName = Kw.getString(kw, "channel_name", "");
+        boolean onlyOpened = Kw.getBool(kw, "opened", false);
+        Pattern re = null;
+        if (!channelName.isEmpty()) {
+            try {
+                re = Pattern.compile(channelName);
+            } catch (PatternSyntaxException e) {
+                return Envelope.error("regcomp() failed");
+            }
+        }
+        List<GObj> selected = new ArrayList<>();
+        boolean nameMatched = false;
+        for (GObj ch : gobj.children()) {
+            if (!isChannel(ch)) continue;
+            if (re != null && !re.matcher(ch.name()).find()) continue;
+            nameMatched = true;
+            if (onlyOpened && !isOpened(ch)) continue;
+            selected.add(ch);
+        }
+        if (re != null && !nameMatched) {
+            return Envelope.error("channel_name '" + channelName + "' matches no channel");
+        }
+        if (op != null) {
+            for (GObj ch : selected) op.apply(ch);
+        }
+        return viewChannels(selected);
+    }
+
+    private static final int[] WIDTHS = {22, 6, 12, 12, 8, 8, 8, 8, 20, 20};
+    private static final String[] HEADERS = {"  Channel name", "Opened", "Tx Msgs", "Rx Msgs", "Tx m/s", "Rx m/s",
+            "Traced", "Disabled", "Sockname", "Peername"};
+
+    private ObjectNode viewChannels(List<GObj> channels) {
+        ArrayNode rows = F.arrayNode();
+        rows.add(row(HEADERS));
+        String[] sep = new String[WIDTHS.length];
+        for (int i = 0; i < WIDTHS.length; i++) sep[i] = "=".repeat(WIDTHS[i]);
+        rows.add(row(sep));
+        for (GObj ch : channels) {
+            // Read as the parent: the bare counters (and the channel's rate window moves, as in Yuneta).
+            ObjectNode st = ch.stats("", null, gobj);
+            rows.add(row(new String[] {
+                    ch.name(),
+                    isOpened(ch) ? "Y" : "",
+                    String.valueOf(st.path(RateWindow.TX_MSGS).asLong()),
+                    String.valueOf(st.path(RateWindow.RX_MSGS).asLong()),
+                    String.valueOf(st.path(RateWindow.TX_MSGSEC).asLong()),
+                    String.valueOf(st.path(RateWindow.RX_MSGSEC).asLong()),
+                    hasUserTraces(ch) ? "Y" : "",
+                    ch.isDisabled() ? "Y" : "",
+                    stackAttr(ch, "sockname"),
+                    stackAttr(ch, "peername")}));
+        }
+        String comment = gobj.yuno().role() + "^" + gobj.yuno().name() + ": " + (rows.size() - 2) + " channels";
+        return Envelope.ok(comment, rows);
+    }
+
+    private static String row(String[] cols) {
+        StringBuilder sb = new StringBuilder(140);
+        for (int i = 0; i < cols.length; i++) {
+            if (i > 0) sb.append(' ');
+            String c = cols[i] == null ? "" : cols[i];
+            if (c.length() > WIDTHS[i]) c = c.substring(0, WIDTHS[i]);
+            sb.append(c);
+            if (i < cols.length - 1) sb.append(" ".repeat(WIDTHS[i] - c.length()));
+        }
+        return sb.toString();
+    }
+
+    /** A string attribute (sockname, peername) of the first gobj down the channel's stack that has it. */
+    private static String stackAttr(GObj ch, String attr) {
+        GObj g = ch;
+        for (int guard = 0; g != null && guard < 16; guard++, g = g.bottom()) {
+            JsonNode v = g.readAttr(attr);
+            if (v != null && !v.isNull() && !v.asText().isEmpty()) return v.asText();
+        }
+        return "";
+    }
+
+    private static int setUserTraces(GObj ch, boolean on) {
+        for (String level : ch.gclass().traceLevels()) ch.setTrace(level, on);
+        return 0;
+    }
+
+    private static boolean hasUserTraces(GObj ch) {
+        for (String level : ch.gclass().traceLevels()) {
+            if (ch.isTraced(level)) return true;
+        }
+        return false;
+    }
+
+    // --- Actions: up ---
+
+    private int acOnMessage(String event, ObjectNode kw, GObj src) {
+        msgs.incRx();
+        putTemp(kw, src);
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw, src);
+        return gobj.publish(event, kw);
+    }
+
+    private int acOnIevMessage(String event, ObjectNode kw, GObj src) {
+        JsonNode iev = kw.remove(IEV_EVENT);
+        if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
+            Glog.error(gobj, "EV_ON_IEV_MESSAGE without " + IEV_EVENT, "channel", src == null ? "" : src.name());
+            Kw.release(kw);
+            return -1;
+        }
+        msgs.incRx();
+        putTemp(kw, src);
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + iev.asText(), kw, src);
+        return gobj.publish(iev.asText(), kw);
+    }
+
+    private int acOnOpen(String event, ObjectNode kw, GObj src) {
+        putTemp(kw, src);
+        if (gobj.isTraced(TRACE_CONNECTION)) Glog.info(gobj, "ON_OPEN", "channel", src == null ? "" : src.name());
+        return gobj.publish(Ev.EV_ON_OPEN, kw);
+    }
+
+    private int acOnClose(String event, ObjectNode kw, GObj src) {
+        putTemp(kw, src);
+        if (gobj.isTraced(TRACE_CONNECTION)) Glog.info(gobj, "ON_CLOSE", "channel", src == null ? "" : src.name());
+        return gobj.publish(Ev.EV_ON_CLOSE, kw);
+    }
+
+    private int acStopped(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != null && src != gobj && src.isVolatile() && src.parent() == gobj) src.destroy();
+        return 0;
+    }
+
+    private static void putTemp(ObjectNode kw, GObj channel) {
+        ObjectNode temp = kw.putObject(Kw.TEMP);
+        temp.put(TEMP_CHANNEL, channel == null ? "" : channel.name());
+        if (channel != null) Kw.putRef(temp, TEMP_CHANNEL_GOBJ, channel);
+    }
+
+    // --- Actions: down ---
+
+    /** EV_SEND_MESSAGE and EV_SEND_IEV: choose the channel(s) and send the same event. Always answers 0. */
+    private int acSendMessage(String event, ObjectNode kw, GObj src) {
+        JsonNode temp = kw.get(Kw.TEMP);
+        if (temp != null && temp.isObject()) {
+            GObj ch = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            if (ch == null) {
+                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                if (!name.isEmpty()) {
+                    ch = gobj.child(name);
+                    if (ch == null) {
+                        Glog.error(gobj, "No channel FOUND to send", "channel", name, "event", event);
+                        Kw.release(kw);
+                        return 0;
+                    }
+                }
+            }
+            if (ch != null) {
+                sendTo(ch, event, kw);
+                return 0;
+            }
+        }
+        long sendType = Kw.getLong(kw, Kw.SEND_TYPE, gobj.readLong(SEND_TYPE));
+        if (sendType == SEND_ALL) {
+            broadcast(event, kw);
+        } else if (sendType == SEND_ROUND_ROBIN) {
+            GObj ch = nextRoundRobin();
+            if (ch == null) noChannel(event, kw);
+            else sendTo(ch, event, kw);
+        } else {
+            if (sendType != SEND_ONE) {
+                Glog.error(gobj, "send_type unknown, sending to one channel", "send_type", sendType);
+            }
+            GObj ch = stickyChannel();
+            if (ch == null) noChannel(event, kw);
+            else sendTo(ch, event, kw);
+        }
+        return 0;
+    }
+
+    private void sendTo(GObj ch, String event, ObjectNode kw) {
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
+        if (ch.send(event, kw, gobj) == 0) msgs.incTx();
+    }
+
+    private void noChannel(String event, ObjectNode kw) {
+        Glog.error(gobj, "No channel FOUND to send", "event", event);
+        Kw.release(kw);
+    }
+
+    /**
+     * send_type 1. Every open channel but the last gets a copy of the kw whose gbuffer is a copy of the bytes
+     * left to read; the last one takes the original kw and buffer. The copies are made from the original
+     * before it is handed on, and a channel reads out only its own buffer, so every channel sends the same
+     * bytes (the C code shared one buffer and the 2nd and later channels sent empty frames).
+     */
+    private void broadcast(String event, ObjectNode kw) {
+        List<GObj> open = new ArrayList<>();
+        for (GObj ch : gobj.children()) {
+            if (isChannel(ch) && isOpened(ch)) open.add(ch);
+        }
+        if (open.isEmpty()) {
+            noChannel(event, kw);
+            return;
+        }
+        ByteBuf buf = Kw.gbuffer(kw);
+        int last = open.size() - 1;
+        int sent = 0;
+        for (int i = 0; i < last; i++) {
+            ObjectNode k;
+            if (buf != null) {
+                k = kw.deepCopy();
+                // copy(): the readable bytes only, in a buffer of their own; the original's index does not move.
+                Kw.putRef(k, Kw.GBUFFER, buf.copy());
+            } else {
+                k = kw;   // no buffer: the JSON is shared, as Yuneta's kw_incref
+            }
+            if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, k, open.get(i));
+            if (open.get(i).send(event, k, gobj) == 0) sent++;
+        }
+        if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, open.get(last));
+        if (open.get(last).send(event, kw, gobj) == 0) sent++;
+        msgs.addTx(sent);
+        if (sent == 0) Glog.error(gobj, "No channel FOUND to send", "event", event);
+    }
+
+    /** send_type 0: the current channel while it is open and enabled, else the next open one after it. */
+    private GObj stickyChannel() {
+        GObj cur = currentChannel;
+        if (cur != null && !cur.isDestroyed() && cur.parent() == gobj && !cur.isDisabled() && isOpened(cur)) {
+            return cur;
+        }
+        List<GObj> children = gobj.children();
+        int n = children.size();
+        if (n == 0) return null;
+        int start = cur == null ? 0 : Math.max(0, children.indexOf(cur));
+        for (int k = 0; k < n; k++) {
+            GObj ch = children.get((start + k) % n);
+            if (isChannel(ch) && !ch.isDisabled() && isOpened(ch)) {
+                currentChannel = ch;
+                return ch;
+            }
+        }
+        return null;
+    }
+
+    /** send_type 2: the next open and enabled channel after the last one used, wrapping. */
+    private GObj nextRoundRobin() {
+        List<GObj> children = gobj.children();
+        int n = children.size();
+        for (int k = 0; k < n; k++) {
+            int idx = (roundRobinNext + k) % n;
+            GObj ch = children.get(idx);
+            if (isChannel(ch) && !ch.isDisabled() && isOpened(ch)) {
+                roundRobinNext = (idx + 1) % n;
+                return ch;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * EV_DROP: to the gate's bottom (a gate with one channel), else to the channel of {@code __temp__}, each
+     * only if opened; without a target, to every opened channel.
+     */
+    private int acDrop(String event, ObjectNode kw, GObj src) {
+        GObj target = gobj.bottom();
+        JsonNode temp = kw.get(Kw.TEMP);
+        if (target == null && temp != null && temp.isObject()) {
+            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            if (target == null) {
+                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                if (!name.isEmpty()) {
+                    target = gobj.child(name);
+                    if (target == null) {
+                        Glog.error(gobj, "channel NOT FOUND", "channel", name);
+                        Kw.release(kw);
+                        return -1;
+                    }
+                }
+            }
+        }
+        Kw.release(kw);
+        if (target != null) {
+            if (isOpened(target)) target.send(Ev.EV_DROP, null, gobj);
+            return 0;
+        }
+        Glog.debug(gobj, "Dropping all channels");
+        for (GObj ch : gobj.children()) {
+            if (isChannel(ch) && isOpened(ch)) ch.send(Ev.EV_DROP, null, gobj);
+        }
+        return 0;
+    }
+
+    // --- Local methods ---
+
+    private static boolean isChannel(GObj g) {
+        return GClassNames.C_CHANNEL.equals(g.gclassName());
+    }
+
+    private static boolean isOpened(GObj ch) {
+        return ch.gclass().attr("opened") != null && ch.readBool(CHANNEL_OPENED);
+    }
+
+    private void traceMessage(String what, ObjectNode kw, GObj channel) {
+        ByteBuf b = Kw.gbuffer(kw);
+        Glog.info(gobj, what, "channel", channel == null ? "" : channel.name(),
+                "bytes", b == null ? -1 : b.readableBytes(), "kw", Kw.toJson(kw));
+    }
+}
