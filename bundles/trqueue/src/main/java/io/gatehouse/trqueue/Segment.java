@@ -1,0 +1,103 @@
+package io.gatehouse.trqueue;
+
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * One segment file: a 64-byte header, then 8-byte aligned frames. The whole file is mapped so that an ack (a
+ * 2-byte flag store) and a content read cost no system call; records themselves are written with positional
+ * writes, so a full disk is an IOException and never a fault on a mapped page.
+ */
+final class Segment {
+    static final int MAGIC = 0x47545251; // "GTRQ"
+    static final int VERSION = 1;
+    static final int HEADER = 64;
+    static final int REC_HEADER = 40;
+    static final int OFF_LEN = 0;
+    static final int OFF_CRC = 4;
+    static final int OFF_ROWID = 8;
+    static final int OFF_T = 16;
+    static final int OFF_TM = 24;
+    static final int OFF_FLAG = 32;
+    static final int OFF_SYSFLAG = 34;
+    static final int OFF_GEN = 36;
+
+    final Path path;
+    final long base;
+    FileChannel ch;
+    MappedByteBuffer map;
+    /** Frame offsets inside the file, by rowid - base. */
+    int[] offsets = new int[256];
+    int count;
+    /** Where the next frame goes. */
+    long end = HEADER;
+    /** Set when the file could not be opened or read; its rows are unknown until a later load reads it. */
+    String unreadable;
+
+    Segment(Path path, long base) {
+        this.path = path;
+        this.base = base;
+    }
+
+    static int align8(int n) {
+        return (n + 7) & ~7;
+    }
+
+    long lastRowid() {
+        return base + count - 1;
+    }
+
+    boolean has(long rowid) {
+        return unreadable == null && rowid >= base && rowid < base + count;
+    }
+
+    int offset(long rowid) {
+        return offsets[(int) (rowid - base)];
+    }
+
+    void add(int off) {
+        if (count == offsets.length) offsets = Arrays.copyOf(offsets, count + (count >> 1) + 16);
+        offsets[count++] = off;
+    }
+
+    int flag(int off) {
+        return map.getShort(off + OFF_FLAG) & 0xFFFF;
+    }
+
+    void setFlag(int off, int flag) {
+        map.putShort(off + OFF_FLAG, (short) flag);
+    }
+
+    long t(int off) {
+        return map.getLong(off + OFF_T);
+    }
+
+    long tm(int off) {
+        return map.getLong(off + OFF_TM);
+    }
+
+    int sysFlag(int off) {
+        return map.getShort(off + OFF_SYSFLAG) & 0xFFFF;
+    }
+
+    int frameLen(int off) {
+        return map.getInt(off + OFF_LEN);
+    }
+
+    static String fileName(long base) {
+        return String.format("%020d.seg", base);
+    }
+
+    /** The base rowid of a segment file name, or -1 when the name is not a segment's. */
+    static long baseOf(Path p) {
+        String n = p.getFileName().toString();
+        if (n.length() != 24 || !n.endsWith(".seg")) return -1;
+        try {
+            return Long.parseLong(n.substring(0, 20));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+}

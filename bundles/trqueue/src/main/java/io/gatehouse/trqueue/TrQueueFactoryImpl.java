@@ -1,0 +1,156 @@
+package io.gatehouse.trqueue;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.api.queue.TrQueueException;
+import io.gatehouse.api.queue.TrQueueFactory;
+import io.gatehouse.api.queue.TrQueueOptions;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Opens {@link TrQueue}s. As a DS component it is the {@link TrQueueFactory} service; outside OSGi, {@code new}
+ * works the same. One flusher thread per factory runs the group commits of every INTERVAL queue it opened.
+ */
+@Component(service = TrQueueFactory.class)
+public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
+    private final FileOps ops;
+    private ScheduledExecutorService flusher;
+    private final Set<TrQueueImpl> open = ConcurrentHashMap.newKeySet();
+
+    public TrQueueFactoryImpl() {
+        this(new FileOps());
+    }
+
+    /** A factory whose queues make every file-system call through {@code ops} (tests inject faults with it). */
+    public TrQueueFactoryImpl(FileOps ops) {
+        this.ops = ops;
+    }
+
+    @Override
+    public TrQueue open(Path trangerPath, String database, String topicName, String tkey, int systemFlag,
+                        long backupQueueSize, TrQueueOptions options) {
+        if (topicName == null || topicName.isEmpty() || topicName.contains("/") || topicName.startsWith(".")) {
+            throw new TrQueueException("Bad topic name: " + topicName);
+        }
+        TrQueueOptions opts;
+        try {
+            opts = (options == null ? TrQueueOptions.defaults() : options).validate();
+        } catch (IllegalArgumentException e) {
+            throw new TrQueueException(e.getMessage(), e);
+        }
+        Path dbDir = database == null || database.isEmpty() ? trangerPath : trangerPath.resolve(database);
+        Path topicDir = dbDir.resolve(topicName);
+        FileChannel lockCh = null;
+        FileLock lock = null;
+        try {
+            ops.createDirectories(dbDir);
+            Path marker = dbDir.resolve("__timeranger2__.json");
+            if (!ops.exists(marker)) {
+                ObjectNode m = Kw.create();
+                m.put("filename_mask", "%Y-%m-%d");
+                m.put("rpermission", 432);
+                m.put("xpermission", 1528);
+                ops.writeAtomic(marker, Topic.pretty(m));
+            }
+            Path lockPath = dbDir.resolve(topicName + ".lock");
+            lockCh = ops.open(lockPath, EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE));
+            try {
+                lock = lockCh.tryLock();
+            } catch (OverlappingFileLockException e) {
+                lock = null;
+            }
+            if (lock == null) {
+                Glog.error(null, "Cannot open queue: its topic is locked by another process", "topic_name",
+                        topicName, "lock", lockPath.toString());
+                throw new TrQueueException("Queue topic " + topicDir + " is locked by another process ("
+                        + lockPath + ")");
+            }
+            // the flag nibble of the key type is forced: a queue's key is its rowid
+            int sf = (systemFlag & ~0x000F) | 0x0002;
+            if (!ops.isDirectory(topicDir)) {
+                ObjectNode vars = Kw.create();
+                if (backupQueueSize > 0) vars.put("backup_queue_size", backupQueueSize);
+                Topic.create(ops, topicDir, Topic.newDesc(topicName, tkey, sf, System.currentTimeMillis()), vars);
+            } else if (!ops.exists(topicDir.resolve(Topic.COLS))) {
+                ops.writeAtomic(topicDir.resolve(Topic.COLS), "{}".getBytes(StandardCharsets.UTF_8));
+            }
+            Topic tp;
+            try {
+                tp = Topic.open(ops, topicDir, topicName, opts.segmentSize(), opts.maxMessageSize());
+            } catch (TopicException e) {
+                Glog.error(null, e.getMessage(), "topic_name", topicName, "cause", e.causeText());
+                throw new TrQueueException(e.getMessage() + ": " + topicDir, e.getCause());
+            }
+            if (backupQueueSize > 0 && tp.vars.path("backup_queue_size").asLong(0) != backupQueueSize) {
+                tp.vars.put("backup_queue_size", backupQueueSize);
+                tp.saveVars();
+            }
+            TrQueueImpl q = new TrQueueImpl(this, ops, dbDir, topicName, tp, opts, lockCh, lock);
+            open.add(q);
+            return q;
+        } catch (IOException e) {
+            release(lock, lockCh);
+            Glog.error(null, "Cannot open queue", "topic_name", topicName, "cause", e.toString());
+            throw new TrQueueException("Cannot open queue " + topicDir + ": " + e, e);
+        } catch (RuntimeException e) {
+            release(lock, lockCh);
+            throw e;
+        }
+    }
+
+    private static void release(FileLock lock, FileChannel ch) {
+        try {
+            if (lock != null) lock.release();
+            if (ch != null) ch.close();
+        } catch (IOException ignored) {
+            // nothing more to free
+        }
+    }
+
+    synchronized ScheduledFuture<?> scheduleFlush(Runnable tick, long intervalMs) {
+        if (flusher == null) {
+            flusher = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "trqueue-flusher");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return flusher.scheduleWithFixedDelay(tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+    }
+
+    void closed(TrQueueImpl q) {
+        open.remove(q);
+    }
+
+    /** Closes the queues still open (forcing what they wrote) and stops the flusher. */
+    @Deactivate
+    @Override
+    public void close() {
+        List<TrQueueImpl> qs = new ArrayList<>(open);
+        for (TrQueueImpl q : qs) q.close();
+        synchronized (this) {
+            if (flusher != null) flusher.shutdownNow();
+            flusher = null;
+        }
+    }
+}
