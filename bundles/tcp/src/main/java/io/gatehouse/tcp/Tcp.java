@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.tcp;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.AttrType;
+import io.gatehouse.api.Cancellable;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.St;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.util.NetUtil;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * C_TCP: one TCP (optionally TLS) connection on Netty. Client role when {@code url} is set (connects,
+ * reconnects with backoff, optional inactivity model); "clisrv" role when bound by C_TCP_S, which hands it
+ * accepted sockets. Publishes EV_CONNECTED, EV_RX_DATA (one per socket read), EV_DISCONNECTED, EV_TX_READY,
+ * EV_STOPPED. Port of {@code kernel/c/root-linux/src/c_tcp.c} @6043415.
+ *
+ * <pre>
+ *            start                       EV_CONNECT / EV_TIMEOUT (reconnect)
+ *  ST_STOPPED -----&gt; ST_DISCONNECTED -------------------------------&gt; ST_WAIT_CONNECTED
+ *                      ^      ^                                          |      | tls
+ *                      |      |   connect failed (reconnect timer)       |      v
+ *                      |      +------------------------------------------+  ST_WAIT_HANDSHAKE
+ *                      |                                                 |      |
+ *                      |   socket closed      EV_DROP                    v      v
+ *                      +---------------- ST_WAIT_STOPPED &lt;------------ ST_CONNECTED
+ * </pre>
+ *
+ * Threading: the socket is registered on the yuno's core loop (io_threads 0), so every Netty callback runs
+ * on the core thread and calls straight into the FSM; a callback that arrives on another thread hops with
+ * {@code yuno.execute}. Writes are coalesced: each EV_TX_DATA is written without flush, one flush task runs
+ * per event-loop batch, and crossing the output threshold flushes at once.
+ */
+public final class Tcp implements GObjBehavior {
+
+    // --- Attributes ---
+
+    static final Attr<Boolean> CLISRV = Attr.bool("__clisrv__", false, AttrFlag.STATS, "Server side, bound by C_TCP_S");
+    static final Attr<String> URL = Attr.string("url", "", AttrFlag.RD, "Url to connect to; non-empty = client");
+    static final Attr<Boolean> USE_SSL = Attr.bool("use_ssl", false, AttrFlag.RD, "TLS (from the url schema, or set by C_TCP_S)");
+    static final Attr<JsonNode> CRYPTO = Attr.json("crypto", AttrType.JSON, null, AttrFlag.RD, "TLS config (see Tls)");
+    static final Attr<Boolean> CONNECTED = Attr.bool("connected", false, AttrFlag.VOLATILE | AttrFlag.STATS, "Connected");
+    static final Attr<Boolean> SECURE_CONNECTED = Attr.bool("secure_connected", false,
+            AttrFlag.VOLATILE | AttrFlag.STATS, "TLS handshake done");
+    static final Attr<String> SCHEMA = Attr.string("schema", "", AttrFlag.RD, "Schema of the url, set at start");
+    static final Attr<Boolean> NO_TX_READY_EVENT = Attr.bool("no_tx_ready_event", false, AttrFlag.RD,
+            "Do not publish EV_TX_READY");
+    static final Attr<Long> MAX_TX_QUEUE = Attr.integer("max_tx_queue", 0, AttrFlag.WR,
+            "Messages queued while the socket is not writable; 0 = unlimited");
+    static final Attr<Long> MAX_TX_BYTES = Attr.integer("max_tx_bytes", 64L * 1024 * 1024, AttrFlag.WR,
+            "Bytes queued while the socket is not writable; 0 = unlimited");
+    static final Attr<String> TX_OVERFLOW = Attr.string("tx_overflow", "close", AttrFlag.WR,
+            "On a full tx queue: close (drop the connection) or drop_oldest (discard with an error log)");
+    static final Attr<Long> CUR_TX_QUEUE = Attr.integer("cur_tx_queue", 0, AttrFlag.STATS,
+            "Messages queued now (not yet handed to the socket)");
+    static final Attr<Long> RX_BUFFER_SIZE = Attr.integer("rx_buffer_size", 4096, AttrFlag.PERSIST,
+            "Initial bytes per read (Netty adapts between 64 and 64 KiB)");
+    static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS = Attr.integer("timeout_between_connections", 2000,
+            AttrFlag.RD, "Reconnect delay, ms");
+    static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS_MAX = Attr.integer("timeout_between_connections_max", 0,
+            AttrFlag.RD, "If greater than the base: exponential backoff cap, ms");
+    static final Attr<Long> TIMEOUT_INACTIVITY = Attr.integer("timeout_inactivity", -1, AttrFlag.RD,
+            "Client: close after this many ms without traffic and reconnect on demand; -1/0 = never");
+    static final Attr<Long> TIMEOUT_CONNECT = Attr.integer("timeout_connect", 10000, AttrFlag.RD,
+            "Connect attempt timeout, ms (the C code has none)");
+    static final Attr<Long> INPUT_THRESHOLD_MSGS = Attr.integer("input_threshold_msgs", 0, AttrFlag.WR,
+            "Input threshold, reads handed up and not credited back (EV_RESUME_INPUT); 0 = unlimited");
+    static final Attr<Long> INPUT_THRESHOLD_BYTES = Attr.integer("input_threshold_bytes", 0, AttrFlag.WR,
+            "Input threshold, bytes handed up and not credited back; 0 = unlimited");
+    static final Attr<Long> OUTPUT_THRESHOLD_MSGS = Attr.integer("output_threshold_msgs", 0, AttrFlag.WR,
+            "Flush at once when this many messages were written since the last flush; 0 = end of batch only");
+    static final Attr<Long> OUTPUT_THRESHOLD_BYTES = Attr.integer("output_threshold_bytes", 65536, AttrFlag.WR,
+            "Flush at once when this many bytes were written since the last flush; 0 = end of batch only");
+    static final Attr<Long> TX_BYTES = Attr.integer("txBytes", 0, AttrFlag.RSTATS, "Bytes handed to the socket");
+    static final Attr<Long> RX_BYTES = Attr.integer("rxBytes", 0, AttrFlag.RSTATS, "Bytes read");
+    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "EV_TX_DATA buffers handed to the socket");
+    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Socket reads (EV_RX_DATA)");
+    static final Attr<String> PEERNAME = Attr.string("peername", "", AttrFlag.VOLATILE | AttrFlag.STATS, "ip:port of the peer");
+    static final Attr<String> SOCKNAME = Attr.string("sockname", "", AttrFlag.VOLATILE | AttrFlag.STATS, "Local ip:port");
+    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Connections established");
+
+    static final Attr<?>[] ATTRS = {CLISRV, URL, USE_SSL, CRYPTO, CONNECTED, SECURE_CONNECTED, SCHEMA,
+        NO_TX_READY_EVENT, MAX_TX_QUEUE, MAX_TX_BYTES, TX_OVERFLOW, CUR_TX_QUEUE, RX_BUFFER_SIZE,
+        TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_INACTIVITY, TIMEOUT_CONNECT,
+        INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, OUTPUT_THRESHOLD_MSGS, OUTPUT_THRESHOLD_BYTES,
+        TX_BYTES, RX_BYTES, TX_MSGS, RX_MSGS, PEERNAME, SOCKNAME, CONNXS};
+
+    // --- FSM ---
+
+    static final Fsm<Tcp> FSM = Fsm.<Tcp>builder()
+        .state(St.ST_DISCONNECTED)
+            .on(Ev.EV_CONNECT,       Tcp::acConnect,        St.ST_WAIT_CONNECTED)
+            .on(Ev.EV_TIMEOUT,       Tcp::acConnect,        St.ST_WAIT_CONNECTED)
+            .on(Ev.EV_TX_DATA,       Tcp::acTxDataDisconnected)
+            .on(Ev.EV_PAUSE_INPUT,   Tcp::acPauseInput)
+            .on(Ev.EV_RESUME_INPUT,  Tcp::acResumeInput)
+        .state(St.ST_STOPPED)
+            .enteredByAction()
+        .state(St.ST_WAIT_STOPPED)
+            .enteredByAction()
+            .ignore(Ev.EV_DROP)
+            .on(Ev.EV_TX_DATA,       Tcp::acTxDataDisconnected)
+            .on(Ev.EV_PAUSE_INPUT,   Tcp::acPauseInput)
+            .on(Ev.EV_RESUME_INPUT,  Tcp::acResumeInput)
+            .ignore(Ev.EV_TIMEOUT)
+        .state(St.ST_WAIT_CONNECTED)
+            .on(Ev.EV_TX_DATA,       Tcp::acTxDataConnecting)
+            .on(Ev.EV_DROP,          Tcp::acDrop)
+            .on(Ev.EV_PAUSE_INPUT,   Tcp::acPauseInput)
+            .on(Ev.EV_RESUME_INPUT,  Tcp::acResumeInput)
+            .ignore(Ev.EV_CONNECT)
+            .ignore(Ev.EV_TIMEOUT)
+        .state(St.ST_WAIT_HANDSHAKE)
+            .enteredByAction()
+            .on(Ev.EV_TX_DATA,       Tcp::acTxDataConnecting)
+            .on(Ev.EV_DROP,          Tcp::acDrop)
+            .on(Ev.EV_PAUSE_INPUT,   Tcp::acPauseInput)
+            .on(Ev.EV_RESUME_INPUT,  Tcp::acResumeInput)
+            .ignore(Ev.EV_CONNECT)
+            .ignore(Ev.EV_TIMEOUT)
+        .state(St.ST_CONNECTED)
+            .enteredByAction()
+            .on(Ev.EV_TX_DATA,       Tcp::acTxData)
+            .on(Ev.EV_TIMEOUT,       Tcp::acTimeoutInactivity)
+            .on(Ev.EV_DROP,          Tcp::acDrop)
+            .on(Ev.EV_PAUSE_INPUT,   Tcp::acPauseInput)
+            .on(Ev.EV_RESUME_INPUT,  Tcp::acResumeInput)
+            .ignore(Ev.EV_CONNECT)
+        .publishes(Ev.EV_CONNECTED, Ev.EV_DISCONNECTED, Ev.EV_RX_DATA, Ev.EV_TX_READY, Ev.EV_STOPPED)
+        .build();
+
+    /** Error logs for discarded tx messages are said once every this many drops. */
+    private static final int DROP_LOG_EVERY = 1000;
+
+    // --- Private data ---
+
+    private final GObj gobj;
+    private final EventLoop loop;
+    /** The connection being set up or up; null when disconnected. */
+    private Channel ch;
+    private TcpS listener;
+    private SslContext sslCtx;
+    private Url url;
+    private Cancellable timer = Cancellable.NONE;
+    private long backoff;
+    private boolean connectedPublished;
+    private boolean everConnected;
+    private boolean idleClose;
+    private String lastCause = "";
+    private long lastActivityNs;
+    private int connectGen;
+    // tx
+    private final ArrayDeque<ByteBuf> txQueue = new ArrayDeque<>();
+    private long txQueueBytes;
+    private boolean wasUnwritable;
+    private boolean flushScheduled;
+    private int unflushedMsgs;
+    private long unflushedBytes;
+    private long dropped;
+    private final Runnable flushTask = this::flushNow;
+    // input threshold
+    private long pendingMsgs;
+    private long pendingBytes;
+    private boolean thresholdBlocked;
+    private boolean pausedByUpper;
+
+    public Tcp(GObj gobj) {
+        this.gobj = gobj;
+        this.loop = gobj.yuno().eventLoop();
+    }
+
+    // --- Lifecycle ---
+
+    @Override
+    public int onStart() {
+        if (!gobj.inState(St.ST_STOPPED) && !gobj.inState(St.ST_DISCONNECTED)) {
+            Glog.error(gobj, "Initial wrong tcp state", "state", gobj.state());
+            return -1;
+        }
+        gobj.changeState(St.ST_DISCONNECTED);
+        backoff = gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS);
+        if (listener != null) {
+            // clisrv: C_TCP_S hands us accepted sockets
+            listener.clisrvFree(this);
+            return 0;
+        }
+        String u = gobj.read(URL);
+        if (u == null || u.isEmpty()) {
+            return 0;
+        }
+        try {
+            url = Url.parse(u);
+            gobj.set(SCHEMA, url.schema);
+            gobj.set(USE_SSL, url.secure);
+            if (!url.knownSchema) Glog.warn(gobj, "schema NOT supported, using tcp", "url", u);
+        } catch (IllegalArgumentException e) {
+            Glog.error(gobj, "Parsing url failed", "url", u, "error", e.getMessage());
+            url = null;
+        }
+        if (inactivityModel() && everConnected) {
+            return 0;   // restart in the inactivity model: connect on demand
+        }
+        gobj.send(Ev.EV_CONNECT, null, gobj);
+        return 0;
+    }
+
+    @Override
+    public int onStop() {
+        clearTimer();
+        discardTxQueue();
+        Channel c = ch;
+        ch = null;
+        if (c != null) c.close();
+        boolean published = connectedPublished;
+        connectedPublished = false;
+        gobj.resetVolatiles();
+        gobj.changeState(St.ST_STOPPED);
+        if (published && !gobj.isDestroyed()) gobj.publish(Ev.EV_DISCONNECTED, Kw.create());
+        if (!gobj.isDestroyed()) gobj.publish(Ev.EV_STOPPED, Kw.create());
+        if (listener != null) listener.clisrvGone(this);
+        return 0;
+    }
+
+    @Override
+    public void onDestroy() {
+        clearTimer();
+        discardTxQueue();
+        if (ch != null) {
+            ch.close();
+            ch = null;
+        }
+        if (listener != null) listener.clisrvGone(this);
+    }
+
+    @Override
+    public void onWriting(String attr) {
+        if (ch != null && (attr.equals(INPUT_THRESHOLD_MSGS.name()) || attr.equals(INPUT_THRESHOLD_BYTES.name()))) {
+            updateAutoRead();
+        }
+    }
+
+    // --- Called by C_TCP_S (same bundle) ---
+
+    void bindListener(TcpS l, SslContext serverCtx) {
+        this.listener = l;
+        this.sslCtx = serverCtx;
+        gobj.set(CLISRV, true);
+        gobj.set(USE_SSL, serverCtx != null);
+    }
+
+    GObj gobj() {
+        return gobj;
+    }
+
+    /** Free to take a new accepted socket. */
+    boolean isFree() {
+        return listener != null && gobj.isRunning() && ch == null && gobj.inState(St.ST_DISCONNECTED);
+    }
+
+    /** Takes an accepted (registered, active) socket. */
+    void attach(Channel c) {
+        ch = c;
+        gobj.changeState(St.ST_WAIT_CONNECTED);
+        lastCause = "";
+        initPipeline(c, null, 0);
+        c.config().setAutoRead(true);
+    }
+
+    // --- Netty callbacks (TcpHandler) ---
+
+    void onActive(Channel c) {
+        if (c != ch) return;
+        if (sslCtx != null) {
+            gobj.changeState(St.ST_WAIT_HANDSHAKE);
+            return;   // EV_CONNECTED after the handshake
+        }
+        setConnected(c);
+    }
+
+    void onHandshake(Channel c, Throwable failure) {
+        if (c != ch) return;
+        if (failure != null) {
+            lastCause = "TLS handshake failed: " + failure.getMessage();
+            if (gobj.isTraced("tls") || gobj.isTraced("connections")) {
+                Glog.info(gobj, "TLS handshake failed", "error", String.valueOf(failure.getMessage()));
+            }
+            c.close();
+            return;
+        }
+        gobj.set(SECURE_CONNECTED, true);
+        setConnected(c);
+    }
+
+    void onRead(Channel c, ByteBuf buf) {
+        if (c != ch || gobj.isDestroyed()) {
+            buf.release();
+            return;
+        }
+        int n = buf.readableBytes();
+        add(RX_MSGS, 1);
+        add(RX_BYTES, n);
+        if (inactivityModel()) lastActivityNs = System.nanoTime();
+        ObjectNode kw = Kw.withGbuffer(buf);
+        long tm = gobj.readLong(INPUT_THRESHOLD_MSGS);
+        long tb = gobj.readLong(INPUT_THRESHOLD_BYTES);
+        if (tm > 0 || tb > 0) {
+            pendingMsgs++;
+            pendingBytes += n;
+            if (!thresholdBlocked && crossed(tm, tb)) {
+                thresholdBlocked = true;
+                kw.put("is_blocked", true);
+                updateAutoRead();
+            }
+        }
+        gobj.publish(Ev.EV_RX_DATA, kw);
+    }
+
+    void onReadComplete(Channel c) {
+        if (c == ch && unflushedMsgs > 0) flushNow();
+    }
+
+    void onWritabilityChanged(Channel c) {
+        if (c != ch) return;
+        if (c.isWritable()) {
+            drainTxQueue();
+        } else {
+            wasUnwritable = true;
+        }
+    }
+
+    void onException(Channel c, Throwable cause) {
+        if (c != ch) return;
+        lastCause = String.valueOf(cause.getMessage());
+        c.close();
+    }
+
+    void onInactive(Channel c) {
+        if (c != ch) return;
+        setDisconnected();
+    }
+
+    // --- Local methods ---
+
+    private boolean inactivityModel() {
+        return listener == null && gobj.readLong(TIMEOUT_INACTIVITY) > 0;
+    }
+
+    private void clearTimer() {
+        timer.cancel();
+        timer = Cancellable.NONE;
+    }
+
+    private void setTimer(long ms) {
+        timer.cancel();
+        timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
+    }
+
+    private void add(Attr<Long> a, long n) {
+        gobj.set(a, gobj.readLong(a) + n);
+    }
+
+    private boolean crossed(long tm, long tb) {
+        return (tm > 0 && pendingMsgs >= tm) || (tb > 0 && pendingBytes >= tb);
+    }
+
+    private void updateAutoRead() {
+        Channel c = ch;
+        if (c == null) return;
+        boolean read = !thresholdBlocked && !pausedByUpper;
+        if (c.config().isAutoRead() != read) {
+            c.config().setAutoRead(read);
+        }
+    }
+
+    private void initPipeline(Channel c, String host, int port) {
+        if (sslCtx != null) {
+            SslHandler h = host == null ? sslCtx.newHandler(c.alloc()) : sslCtx.newHandler(c.alloc(), host, port);
+            c.pipeline().addLast("ssl", h);
+        }
+        c.pipeline().addLast("tcp", new TcpHandler(this, gobj.yuno()));
+    }
+
+    private void connect() {
+        if (url == null) {
+            scheduleReconnect();
+            gobj.changeState(St.ST_DISCONNECTED);
+            return;
+        }
+        if (url.secure && sslCtx == null) {
+            try {
+                sslCtx = Tls.client(gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO));
+            } catch (IOException | RuntimeException e) {
+                Glog.error(gobj, "Cannot create TLS context", "error", String.valueOf(e.getMessage()));
+                gobj.changeState(St.ST_DISCONNECTED);
+                scheduleReconnect();
+                return;
+            }
+        }
+        int gen = ++connectGen;
+        byte[] ip = NetUtil.createByteArrayFromIpAddressString(url.host);
+        if (ip != null) {
+            try {
+                doConnect(new InetSocketAddress(InetAddress.getByAddress(ip), url.port));
+            } catch (IOException e) {
+                connectFailed(null, e);
+            }
+            return;
+        }
+        // A host name: resolve off the core thread (a gobj action never blocks), connect back on it.
+        String host = url.host;
+        int port = url.port;
+        CompletableFuture.supplyAsync(() -> new InetSocketAddress(host, port)).whenComplete((addr, err) ->
+            gobj.yuno().execute(() -> {
+                if (gen != connectGen || gobj.isDestroyed() || !gobj.inState(St.ST_WAIT_CONNECTED)) return;
+                if (err != null || addr.isUnresolved()) {
+                    connectFailed(null, new IOException("cannot resolve " + host));
+                } else {
+                    doConnect(addr);
+                }
+            }));
+    }
+
+    private void doConnect(SocketAddress addr) {
+        String host = url.host;
+        int port = url.port;
+        Bootstrap b = new Bootstrap()
+                .group(loop)
+                .channel(NioSocketChannel.class)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, gobj.readLong(TIMEOUT_CONNECT)))
+                .option(ChannelOption.RCVBUF_ALLOCATOR, recvAllocator())
+                .handler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel c) {
+                        initPipeline(c, host, port);
+                    }
+                });
+        ChannelFuture f = b.connect(addr);
+        ch = f.channel();
+        f.addListener((ChannelFutureListener) fut -> {
+            if (!fut.isSuccess()) connectFailed(fut.channel(), fut.cause());
+        });
+    }
+
+    AdaptiveRecvByteBufAllocator recvAllocator() {
+        int initial = (int) Math.max(64, Math.min(65536, gobj.readLong(RX_BUFFER_SIZE)));
+        return new AdaptiveRecvByteBufAllocator(64, initial, 65536);
+    }
+
+    private void connectFailed(Channel c, Throwable cause) {
+        if (c != null && c != ch) return;
+        ch = null;
+        lastCause = cause == null ? "" : String.valueOf(cause.getMessage());
+        if (gobj.isTraced("connections")) {
+            Glog.info(gobj, "Disconnected", "msg2", "Disconnected To", "url", gobj.read(URL), "cause", lastCause);
+        } else {
+            Glog.debug(gobj, "Connection failed", "url", gobj.read(URL), "cause", lastCause);
+        }
+        if (!gobj.isRunning()) {
+            gobj.changeState(St.ST_STOPPED);
+            return;
+        }
+        gobj.changeState(St.ST_DISCONNECTED);
+        if (!inactivityModel()) discardTxQueue();
+        scheduleReconnect();
+    }
+
+    private void scheduleReconnect() {
+        long base = gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS);
+        long max = gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX);
+        long d = backoff > 0 ? backoff : base;
+        if (max > base) {
+            backoff = Math.min(d * 2, max);
+        } else {
+            backoff = base;
+        }
+        setTimer(d);
+    }
+
+    private void setConnected(Channel c) {
+        gobj.set(CONNECTED, true);
+        gobj.set(PEERNAME, addr(c.remoteAddress()));
+        gobj.set(SOCKNAME, addr(c.localAddress()));
+        add(CONNXS, 1);
+        clearTimer();
+        gobj.changeState(St.ST_CONNECTED);
+        backoff = gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS);
+        everConnected = true;
+        idleClose = false;
+        connectedPublished = true;
+        pendingMsgs = 0;
+        pendingBytes = 0;
+        thresholdBlocked = false;
+        if (gobj.isTraced("connections")) {
+            Glog.info(gobj, "Connected", "msg2", listener == null ? "Connected To" : "Connected From",
+                    "url", gobj.read(URL), "remote-addr", gobj.read(PEERNAME), "local-addr", gobj.read(SOCKNAME));
+        } else {
+            Glog.debug(gobj, "Connected", "url", gobj.read(URL), "remote-addr", gobj.read(PEERNAME));
+        }
+        ObjectNode kw = Kw.create();
+        kw.put("url", gobj.read(URL));
+        kw.put("peername", gobj.read(PEERNAME));
+        kw.put("sockname", gobj.read(SOCKNAME));
+        gobj.publish(Ev.EV_CONNECTED, kw);
+        if (gobj.isDestroyed() || c != ch) return;
+        updateAutoRead();
+        drainTxQueue();
+        if (inactivityModel()) {
+            lastActivityNs = System.nanoTime();
+            setTimer(gobj.readLong(TIMEOUT_INACTIVITY));
+        }
+    }
+
+    private void setDisconnected() {
+        ch = null;
+        boolean published = connectedPublished;
+        connectedPublished = false;
+        clearTimer();
+        if (!(inactivityModel() && !published && gobj.isRunning())) {
+            discardTxQueue();
+        }
+        pendingMsgs = 0;
+        pendingBytes = 0;
+        thresholdBlocked = false;
+        pausedByUpper = false;
+        unflushedMsgs = 0;
+        unflushedBytes = 0;
+        String peer = gobj.read(PEERNAME);
+        gobj.resetVolatiles();
+        if (gobj.isTraced("connections")) {
+            Glog.info(gobj, "Disconnected", "msg2", listener == null ? "Disconnected To" : "Disconnected From",
+                    "url", gobj.read(URL), "remote-addr", peer, "cause", lastCause);
+        } else {
+            Glog.debug(gobj, "Disconnected", "url", gobj.read(URL), "remote-addr", peer, "cause", lastCause);
+        }
+        if (listener != null) {
+            gobj.set(TX_BYTES, 0L);
+            gobj.set(RX_BYTES, 0L);
+            gobj.set(TX_MSGS, 0L);
+            gobj.set(RX_MSGS, 0L);
+        }
+        gobj.changeState(gobj.isRunning() ? St.ST_DISCONNECTED : St.ST_STOPPED);
+        if (published) {
+            gobj.publish(Ev.EV_DISCONNECTED, Kw.create());
+            if (gobj.isDestroyed()) return;
+        }
+        if (!gobj.isRunning()) {
+            gobj.changeState(St.ST_STOPPED);
+            gobj.publish(Ev.EV_STOPPED, Kw.create());
+            return;
+        }
+        if (listener != null) {
+            listener.clisrvClosed(this);
+            return;
+        }
+        if (idleClose) {
+            return;   // inactivity model: reconnect on demand (EV_TX_DATA or EV_CONNECT)
+        }
+        if (gobj.inState(St.ST_DISCONNECTED) && timer == Cancellable.NONE) {
+            scheduleReconnect();
+        }
+    }
+
+    private static String addr(SocketAddress a) {
+        if (a instanceof InetSocketAddress) {
+            InetSocketAddress i = (InetSocketAddress) a;
+            String h = i.getAddress() == null ? i.getHostString() : i.getAddress().getHostAddress();
+            if (h.indexOf(':') >= 0) {
+                int pct = h.indexOf('%');
+                if (pct >= 0) h = h.substring(0, pct);
+                return "[" + h + "]:" + i.getPort();
+            }
+            return h + ":" + i.getPort();
+        }
+        return String.valueOf(a);
+    }
+
+    /** Half-close then close, after what was written is flushed: the peer sees FIN, not RST (B18). */
+    private void closeGracefully(Channel c) {
+        c.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
+            if (c instanceof SocketChannel && sslCtx == null && c.isActive()) {
+                ((SocketChannel) c).shutdownOutput().addListener(x -> c.close());
+            } else {
+                c.close();
+            }
+        });
+    }
+
+    private void write(ByteBuf buf) {
+        int n = buf.readableBytes();
+        ch.write(buf, ch.voidPromise());
+        add(TX_MSGS, 1);
+        add(TX_BYTES, n);
+        unflushedMsgs++;
+        unflushedBytes += n;
+        long om = gobj.readLong(OUTPUT_THRESHOLD_MSGS);
+        long ob = gobj.readLong(OUTPUT_THRESHOLD_BYTES);
+        if ((om > 0 && unflushedMsgs >= om) || (ob > 0 && unflushedBytes >= ob)) {
+            flushNow();
+        } else if (!flushScheduled) {
+            flushScheduled = true;
+            loop.execute(flushTask);
+        }
+        if (inactivityModel()) lastActivityNs = System.nanoTime();
+    }
+
+    private void flushNow() {
+        flushScheduled = false;
+        if (unflushedMsgs == 0) return;
+        unflushedMsgs = 0;
+        unflushedBytes = 0;
+        Channel c = ch;
+        if (c != null) c.flush();
+    }
+
+    /** Queues (socket not writable, or not connected yet) with the overflow policy; false = connection dropped. */
+    private boolean enqueue(ByteBuf buf) {
+        long maxQ = gobj.readLong(MAX_TX_QUEUE);
+        long maxB = gobj.readLong(MAX_TX_BYTES);
+        int n = buf.readableBytes();
+        boolean over = (maxQ > 0 && txQueue.size() >= maxQ) || (maxB > 0 && !txQueue.isEmpty() && txQueueBytes + n > maxB);
+        if (over) {
+            if ("drop_oldest".equals(gobj.read(TX_OVERFLOW))) {
+                while (!txQueue.isEmpty() && ((maxQ > 0 && txQueue.size() >= maxQ) || (maxB > 0 && txQueueBytes + n > maxB))) {
+                    ByteBuf old = txQueue.poll();
+                    txQueueBytes -= old.readableBytes();
+                    old.release();
+                    if (dropped++ % DROP_LOG_EVERY == 0) {
+                        Glog.error(gobj, "throw away tcp tx message", "msgset", "queue_full",
+                                "max_tx_queue", maxQ, "max_tx_bytes", maxB, "dropped", dropped);
+                    }
+                }
+            } else {
+                buf.release();
+                Glog.error(gobj, "tcp tx queue overflow, closing", "msgset", "queue_full",
+                        "max_tx_queue", maxQ, "max_tx_bytes", maxB, "cur_tx_queue", txQueue.size(),
+                        "queued_bytes", txQueueBytes);
+                lastCause = "tx queue overflow";
+                discardTxQueue();
+                if (ch != null) {
+                    gobj.changeState(St.ST_WAIT_STOPPED);
+                    ch.close();
+                }
+                return false;
+            }
+        }
+        txQueue.add(buf);
+        txQueueBytes += n;
+        gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
+        return true;
+    }
+
+    private void drainTxQueue() {
+        Channel c = ch;
+        if (c == null || !gobj.inState(St.ST_CONNECTED)) return;
+        while (!txQueue.isEmpty() && c.isWritable()) {
+            ByteBuf b = txQueue.poll();
+            txQueueBytes -= b.readableBytes();
+            write(b);
+        }
+        gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
+        if (txQueue.isEmpty() && wasUnwritable && c.isWritable()) {
+            wasUnwritable = false;
+            if (!gobj.readBool(NO_TX_READY_EVENT)) gobj.publish(Ev.EV_TX_READY, Kw.create());
+        }
+    }
+
+    private void discardTxQueue() {
+        for (ByteBuf b; (b = txQueue.poll()) != null; ) b.release();
+        txQueueBytes = 0;
+        gobj.set(CUR_TX_QUEUE, 0L);
+    }
+
+    // --- Actions ---
+
+    private int acConnect(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        clearTimer();
+        if (listener != null) {
+            gobj.changeState(St.ST_DISCONNECTED);   // clisrv never connects out
+            return 0;
+        }
+        connect();
+        return 0;
+    }
+
+    private int acTxData(String event, ObjectNode kw, GObj src) {
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf == null) {
+            Glog.error(gobj, "gbuffer NULL", "event", event);
+            return -1;
+        }
+        if (txQueue.isEmpty() && ch.isWritable()) {
+            write(buf);
+            return 0;
+        }
+        wasUnwritable = true;
+        return enqueue(buf) ? 0 : -1;
+    }
+
+    private int acTxDataDisconnected(String event, ObjectNode kw, GObj src) {
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf == null) {
+            Glog.error(gobj, "gbuffer NULL", "event", event);
+            return -1;
+        }
+        if (inactivityModel() && gobj.isRunning() && gobj.inState(St.ST_DISCONNECTED)) {
+            enqueue(buf);
+            clearTimer();
+            gobj.send(Ev.EV_CONNECT, null, gobj);
+            return 0;
+        }
+        buf.release();
+        Glog.error(gobj, "tcp tx data while disconnected, dropped", "msgset", "operational_error",
+                "url", gobj.read(URL));
+        return 0;
+    }
+
+    private int acTxDataConnecting(String event, ObjectNode kw, GObj src) {
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf == null) {
+            Glog.error(gobj, "gbuffer NULL", "event", event);
+            return -1;
+        }
+        if (inactivityModel()) {
+            enqueue(buf);
+            return 0;
+        }
+        buf.release();
+        Glog.error(gobj, "tcp tx data while connecting, dropped", "msgset", "operational_error",
+                "url", gobj.read(URL));
+        return 0;
+    }
+
+    private int acTimeoutInactivity(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        long timeout = gobj.readLong(TIMEOUT_INACTIVITY);
+        if (!inactivityModel()) return 0;
+        long idleMs = (System.nanoTime() - lastActivityNs) / 1_000_000L;
+        if (idleMs < timeout) {
+            setTimer(timeout - idleMs);   // traffic since the timer was armed: wait the rest
+            return 0;
+        }
+        idleClose = true;
+        lastCause = "Inactivity timeout";
+        if (ch != null) {
+            gobj.changeState(St.ST_WAIT_STOPPED);
+            closeGracefully(ch);
+        }
+        return 0;
+    }
+
+    private int acDrop(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        lastCause = "Local dropping";
+        idleClose = false;
+        Channel c = ch;
+        if (c == null) {
+            gobj.changeState(St.ST_DISCONNECTED);
+            if (gobj.isRunning() && listener == null) scheduleReconnect();
+            return 0;
+        }
+        gobj.changeState(St.ST_WAIT_STOPPED);
+        if (c.isActive()) {
+            closeGracefully(c);
+        } else {
+            c.close();
+        }
+        return 0;
+    }
+
+    private int acPauseInput(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        pausedByUpper = true;
+        updateAutoRead();
+        return 0;
+    }
+
+    /** Lifts a pause and credits back processed reads ({@code msgs}, {@code bytes}; absent = everything). */
+    private int acResumeInput(String event, ObjectNode kw, GObj src) {
+        if (kw != null && (kw.has("msgs") || kw.has("bytes"))) {
+            pendingMsgs = Math.max(0, pendingMsgs - Kw.getLong(kw, "msgs", 0));
+            pendingBytes = Math.max(0, pendingBytes - Kw.getLong(kw, "bytes", 0));
+        } else {
+            pendingMsgs = 0;
+            pendingBytes = 0;
+        }
+        Kw.release(kw);
+        pausedByUpper = false;
+        if (thresholdBlocked && !crossed(gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
+            thresholdBlocked = false;
+        }
+        updateAutoRead();
+        return 0;
+    }
+}

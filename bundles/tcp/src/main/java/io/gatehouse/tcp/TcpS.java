@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.tcp;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.AttrType;
+import io.gatehouse.api.CommandSpec;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.St;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * C_TCP_S: a TCP/TLS listener that hands accepted sockets to server-side C_TCP gobjs ("clisrv").
+ *
+ * <p>Three ways to bind connections, chosen by the config:
+ * <ul>
+ *   <li><b>channels</b> (Yuneta's new method, default): every C_CHANNEL sibling gets a clisrv C_TCP at the end
+ *       of its bottom chain (reused if there is one, else created as {@code clisrv-<k>} with {@code clisrv_kw}).
+ *       The connection limit is the number of channels: a connection beyond it waits, unread, until a channel
+ *       frees (accepting pauses, so further clients stay in the kernel backlog), as the C code does.</li>
+ *   <li><b>legacy</b> ({@code child_tree_filter} present): as above, but a connection beyond the channels is
+ *       accepted and closed ("TCP_S: Connection not accepted: no free child tree found").</li>
+ *   <li><b>dynamic</b> ({@code channel_template} present): each accepted connection gets a channel subtree
+ *       created from the template (a config node: gclass, kw, children) under this gobj's parent, destroyed
+ *       when the connection closes; at most {@code max_connections}, beyond which connections are accepted
+ *       and closed with a warning.</li>
+ * </ul>
+ * A listen failure is an error log and a refused start: the process is never killed ({@code exitOnError} is
+ * accepted and ignored). Port of {@code kernel/c/root-linux/src/c_tcp_s.c} @6043415.
+ */
+public final class TcpS implements GObjBehavior {
+
+    // --- Attributes ---
+
+    static final Attr<String> URL = Attr.string("url", "", AttrFlag.PERSIST, "Listening url (tcp://host:port, tcps://...)");
+    static final Attr<Long> BACKLOG = Attr.integer("backlog", 4096, AttrFlag.PERSIST, "Listen backlog");
+    static final Attr<JsonNode> CRYPTO = Attr.json("crypto", AttrType.JSON, null, AttrFlag.PERSIST,
+            "TLS config: ssl_certificate, ssl_certificate_key, ssl_trusted_certificate (client auth), ssl_ciphers");
+    static final Attr<Boolean> USE_SSL = Attr.bool("use_ssl", false, AttrFlag.RD, "TLS, from the url schema");
+    static final Attr<String> LHOST = Attr.string("lHost", "", AttrFlag.RD, "Listening host");
+    static final Attr<String> LPORT = Attr.string("lPort", "", AttrFlag.RD, "Listening port (the bound one)");
+    static final Attr<JsonNode> CHILD_TREE_FILTER = Attr.json("child_tree_filter", AttrType.JSON, null, AttrFlag.RD,
+            "Presence selects the legacy method: connections beyond the channels are closed");
+    static final Attr<JsonNode> CLISRV_KW = Attr.json("clisrv_kw", AttrType.JSON, null, AttrFlag.RD,
+            "kw for the C_TCP gobjs this listener creates");
+    static final Attr<JsonNode> CHANNEL_TEMPLATE = Attr.json("channel_template", AttrType.JSON, null, AttrFlag.RD,
+            "Dynamic mode: a config node {gclass, kw, children} created per accepted connection");
+    static final Attr<Long> MAX_CONNECTIONS = Attr.integer("max_connections", 1024, AttrFlag.WR,
+            "Dynamic mode: most concurrent connections");
+    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Current connections");
+    static final Attr<Long> TCONNXS = Attr.integer("tconnxs", 0, AttrFlag.STATS, "Total connections accepted");
+
+    static final Attr<?>[] ATTRS = {URL, BACKLOG, CRYPTO, USE_SSL, LHOST, LPORT, CHILD_TREE_FILTER, CLISRV_KW,
+        CHANNEL_TEMPLATE, MAX_CONNECTIONS, CONNXS, TCONNXS};
+
+    // --- FSM ---
+
+    static final Fsm<TcpS> FSM = Fsm.<TcpS>builder()
+        .state(St.ST_STOPPED)
+            .ignore(Ev.EV_STOPPED)
+        .state(St.ST_IDLE)
+            .enteredByAction()
+            .ignore(Ev.EV_STOPPED)
+        .build();
+
+    // --- Commands ---
+
+    static final CommandSpec<TcpS> CMD_RELOAD_CERTS = CommandSpec.of("reload-certs",
+            "Reload the TLS certificates from crypto", TcpS::cmdReloadCerts);
+
+    private enum Mode { CHANNELS, LEGACY, DYNAMIC }
+
+    // --- Private data ---
+
+    private final GObj gobj;
+    private Mode mode = Mode.CHANNELS;
+    private Channel server;
+    private SslContext sslCtx;
+    private final List<Tcp> bound = new ArrayList<>();
+    /** Accepted sockets waiting for a free channel (channels mode), unread. */
+    private final ArrayDeque<Channel> pending = new ArrayDeque<>();
+    /** Dynamic mode: the subtree created for each clisrv. */
+    private final Map<Tcp, GObj> dynamicTops = new IdentityHashMap<>();
+    private int created;
+
+    public TcpS(GObj gobj) {
+        this.gobj = gobj;
+    }
+
+    // --- Lifecycle ---
+
+    @Override
+    public int onStart() {
+        String u = gobj.read(URL);
+        Url url;
+        try {
+            url = Url.parse(u);
+        } catch (IllegalArgumentException e) {
+            Glog.error(gobj, "URL NULL".equals(e.getMessage()) ? "URL NULL" : "Parsing url failed",
+                    "url", u, "error", e.getMessage());
+            return -1;
+        }
+        if (url.port == 0) {
+            Glog.error(gobj, "Cannot Listen on port 0", "url", u);
+            return -1;
+        }
+        gobj.set(USE_SSL, url.secure);
+        sslCtx = null;
+        if (url.secure) {
+            try {
+                sslCtx = Tls.server(gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO));
+            } catch (IOException | RuntimeException e) {
+                Glog.error(gobj, "Cannot create TLS context", "url", u, "error", String.valueOf(e.getMessage()));
+                return -1;
+            }
+        }
+        mode = gobj.read(CHANNEL_TEMPLATE) instanceof ObjectNode ? Mode.DYNAMIC
+                : gobj.read(CHILD_TREE_FILTER) instanceof ObjectNode ? Mode.LEGACY : Mode.CHANNELS;
+
+        ServerSocketChannel jch = null;
+        try {
+            InetAddress addr = InetAddress.getByName(url.host);
+            jch = ServerSocketChannel.open();
+            jch.configureBlocking(false);
+            jch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            jch.bind(new InetSocketAddress(addr, url.port), (int) Math.max(1, gobj.readLong(BACKLOG)));
+        } catch (IOException | RuntimeException e) {
+            Glog.error(gobj, "Cannot Listen", "msgset", "operational_error", "url", u,
+                    "error", String.valueOf(e.getMessage()));
+            closeQuietly(jch);
+            return -1;
+        }
+        InetSocketAddress local;
+        try {
+            local = (InetSocketAddress) jch.getLocalAddress();
+        } catch (IOException e) {
+            closeQuietly(jch);
+            return -1;
+        }
+        gobj.set(LHOST, url.host);
+        gobj.set(LPORT, String.valueOf(local.getPort()));
+
+        if (mode != Mode.DYNAMIC && bindChannels() == 0) {
+            Glog.error(gobj, "C_TCP_S new method: No channels found", "url", u);
+            closeQuietly(jch);
+            return -1;
+        }
+
+        ServerSocketChannel bound0 = jch;
+        ServerBootstrap sb = new ServerBootstrap()
+                .group(gobj.yuno().eventLoop(), gobj.yuno().eventLoop())
+                .channelFactory(() -> new NioServerSocketChannel(bound0))
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel c) {
+                        onAccepted(c);
+                    }
+                });
+        server = sb.register().channel();
+        if (gobj.isTraced("listen")) {
+            Glog.info(gobj, "Listening...", "url", u, "lPort", local.getPort());
+        } else {
+            Glog.debug(gobj, "Listening...", "url", u, "lPort", local.getPort());
+        }
+        gobj.changeState(St.ST_IDLE);
+        // Bound clisrvs are started after the listener exists so that a free one can resume accepting.
+        for (Tcp t : new ArrayList<>(bound)) {
+            if (!t.gobj().isRunning()) t.gobj().start();
+        }
+        return 0;
+    }
+
+    @Override
+    public int onStop() {
+        if (server != null) {
+            server.close();
+            server = null;
+        }
+        for (Channel c; (c = pending.poll()) != null; ) c.close();
+        gobj.changeState(St.ST_STOPPED);
+        return 0;
+    }
+
+    @Override
+    public void onDestroy() {
+        if (server != null) {
+            server.close();
+            server = null;
+        }
+        for (Channel c; (c = pending.poll()) != null; ) c.close();
+    }
+
+    // --- Local methods ---
+
+    private static void closeQuietly(ServerSocketChannel c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // nothing listens anyway
+        }
+    }
+
+    /** Binds a clisrv C_TCP at the end of every C_CHANNEL sibling's bottom chain; answers how many. */
+    private int bindChannels() {
+        GObj parent = gobj.parent();
+        if (parent == null) return 0;
+        int n = 0;
+        for (GObj sibling : parent.children()) {
+            if (sibling == gobj || !GClassNames.C_CHANNEL.equals(sibling.gclassName())) continue;
+            GObj last = sibling.lastBottom();
+            if (last == sibling) {
+                Glog.error(gobj, "Bottom gobj not found", "channel", sibling.name());
+                continue;
+            }
+            Tcp t = clisrvUnder(last, false);
+            if (t != null && !bound.contains(t)) {
+                bound.add(t);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Reuses {@code last} if it is a C_TCP, else creates {@code clisrv-<k>} under it as its bottom. */
+    private Tcp clisrvUnder(GObj last, boolean volatileChild) {
+        GObj tcpGobj;
+        if (GClassNames.C_TCP.equals(last.gclassName())) {
+            tcpGobj = last;
+        } else {
+            ObjectNode kw = gobj.read(CLISRV_KW) instanceof ObjectNode ? ((ObjectNode) gobj.read(CLISRV_KW)).deepCopy() : Kw.create();
+            String name = "clisrv-" + (++created);
+            tcpGobj = volatileChild ? last.createVolatileChild(name, GClassNames.C_TCP, kw)
+                    : last.createChild(name, GClassNames.C_TCP, kw);
+            if (tcpGobj == null) return null;
+            last.setBottom(tcpGobj);
+        }
+        if (!(tcpGobj.behavior() instanceof Tcp)) return null;
+        Tcp t = (Tcp) tcpGobj.behavior();
+        t.bindListener(this, sslCtx);
+        return t;
+    }
+
+    private Tcp firstFree() {
+        for (Tcp t : bound) {
+            if (t.isFree()) return t;
+        }
+        return null;
+    }
+
+    private void onAccepted(Channel c) {
+        gobj.set(TCONNXS, gobj.readLong(TCONNXS) + 1);
+        if (server == null || !gobj.isRunning()) {
+            c.close();
+            return;
+        }
+        switch (mode) {
+            case DYNAMIC:
+                acceptDynamic(c);
+                return;
+            case LEGACY: {
+                Tcp t = firstFree();
+                if (t == null) {
+                    Glog.error(gobj, "TCP_S: Connection not accepted: no free child tree found",
+                            "peer", String.valueOf(c.remoteAddress()));
+                    c.close();
+                    return;
+                }
+                connxs(+1);
+                t.attach(c);
+                return;
+            }
+            default: {
+                connxs(+1);
+                Tcp t = firstFree();
+                if (t != null) {
+                    t.attach(c);
+                    return;
+                }
+                // All channels busy: keep it unread until one frees, and stop accepting meanwhile.
+                pending.add(c);
+                c.closeFuture().addListener((ChannelFutureListener) f -> gobj.yuno().execute(() -> {
+                    if (pending.remove(c)) connxs(-1);
+                }));
+                server.config().setAutoRead(false);
+            }
+        }
+    }
+
+    private void acceptDynamic(Channel c) {
+        if (dynamicTops.size() >= gobj.readLong(MAX_CONNECTIONS)) {
+            Glog.warn(gobj, "TCP_S: Connection not accepted: max_connections reached",
+                    "max_connections", gobj.readLong(MAX_CONNECTIONS), "peer", String.valueOf(c.remoteAddress()));
+            c.close();
+            return;
+        }
+        GObj parent = gobj.parent();
+        String name = gobj.name() + "-" + (created + 1);
+        GObj top = createTree(parent, (ObjectNode) gobj.read(CHANNEL_TEMPLATE), name);
+        if (top == null) {
+            c.close();
+            return;
+        }
+        top.startTree();
+        Tcp t = clisrvUnder(top.lastBottom(), true);
+        if (t == null) {
+            top.destroy();
+            c.close();
+            return;
+        }
+        dynamicTops.put(t, top);
+        t.gobj().start();
+        connxs(+1);
+        t.attach(c);
+    }
+
+    private static GObj createTree(GObj parent, ObjectNode node, String name) {
+        String gclass = Kw.getString(node, "gclass", "");
+        ObjectNode kw = node.get("kw") instanceof ObjectNode ? ((ObjectNode) node.get("kw")).deepCopy() : Kw.create();
+        GObj g = parent.createVolatileChild(name, gclass, kw);
+        if (g == null) return null;
+        JsonNode children = node.get("children");
+        if (children != null && children.isArray()) {
+            GObj only = null;
+            for (JsonNode child : children) {
+                if (!(child instanceof ObjectNode)) continue;
+                String childName = Kw.getString(child, "name", name);
+                only = createTree(g, (ObjectNode) child, childName.isEmpty() ? name : childName);
+                if (only == null) {
+                    g.destroy();
+                    return null;
+                }
+            }
+            if (children.size() == 1) g.setBottom(only);
+        }
+        return g;
+    }
+
+    private void connxs(int d) {
+        gobj.set(CONNXS, Math.max(0, gobj.readLong(CONNXS) + d));
+    }
+
+    // --- Called by clisrv C_TCP gobjs ---
+
+    /** A bound clisrv is free: give it a waiting socket, or resume accepting. */
+    void clisrvFree(Tcp t) {
+        if (mode == Mode.DYNAMIC) return;
+        while (!pending.isEmpty() && t.isFree()) {
+            Channel c = pending.poll();
+            if (c.isActive()) {
+                t.attach(c);
+                return;
+            }
+            connxs(-1);
+        }
+        if (server != null && pending.isEmpty() && !server.config().isAutoRead()) {
+            server.config().setAutoRead(true);
+        }
+    }
+
+    /** A clisrv connection closed. */
+    void clisrvClosed(Tcp t) {
+        connxs(-1);
+        if (mode == Mode.DYNAMIC) {
+            GObj top = dynamicTops.remove(t);
+            // Destroy after the close has been told all the way up (we are inside its publish chain).
+            if (top != null) gobj.yuno().execute(top::destroy);
+            return;
+        }
+        clisrvFree(t);
+    }
+
+    /** A clisrv was stopped or destroyed. */
+    void clisrvGone(Tcp t) {
+        if (mode == Mode.DYNAMIC && dynamicTops.remove(t) != null) {
+            connxs(-1);
+        }
+    }
+
+    // --- Commands ---
+
+    private ObjectNode cmdReloadCerts(String command, ObjectNode kw, GObj src) {
+        if (sslCtx == null || server == null) return Envelope.error("Listener is not TLS-enabled or not running");
+        try {
+            sslCtx = Tls.server(gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO));
+        } catch (IOException | RuntimeException e) {
+            Glog.error(gobj, "reload-certs FAILED", "error", String.valueOf(e.getMessage()));
+            return Envelope.error("reload-certs FAILED (check logs)");
+        }
+        for (Tcp t : bound) t.bindListener(this, sslCtx);
+        for (Tcp t : dynamicTops.keySet()) t.bindListener(this, sslCtx);
+        return Envelope.ok("TLS certificates reloaded", null);
+    }
+
+    SslContext sslContext() {
+        return sslCtx;
+    }
+}
