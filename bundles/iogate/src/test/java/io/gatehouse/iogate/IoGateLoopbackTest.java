@@ -1,0 +1,255 @@
+package io.gatehouse.iogate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.LogSink;
+import io.gatehouse.channel.Channel;
+import io.gatehouse.core.Recorder;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.tcp.TcpGClass;
+import io.gatehouse.tcp.TcpSGClass;
+import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Real TCP4H over loopback: a server yuno and a client yuno, each an IOGATE over channels. */
+@Timeout(60)
+class IoGateLoopbackTest {
+    private static final long WAIT = 10_000;
+
+    private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
+    private final LogSink sink = (level, gobj, msg, fields) -> {
+        if (level == LogSink.Level.ERROR || level == LogSink.Level.WARN) errors.add(gobj + ": " + msg + " " + fields);
+    };
+    private YunoRuntime server;
+    private YunoRuntime client;
+    private Recorder serverApp;
+    private Recorder clientApp;
+    private GObj serverGate;
+    private GObj clientGate;
+
+    static GClassSpec<?>[] specs() {
+        return new GClassSpec<?>[] {IoGate.SPEC, Channel.SPEC, new TcpGClass().spec(), new TcpSGClass().spec(),
+                new ProtTcp4hGClass().spec()};
+    }
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String serverConfig(int port, int channels) {
+        return "{\"services\": [{\"name\": \"__input_side__\", \"gclass\": \"C_IOGATE\", "
+                + "\"children\": [{\"name\": \"server_port\", \"gclass\": \"C_TCP_S\", "
+                + "   \"kw\": {\"url\": \"tcp://127.0.0.1:" + port + "\"}}],"
+                + "\"[^^children^^]\": {\"__range__\": [1, " + channels + "], \"__vars__\": {}, "
+                + "  \"__content__\": {\"name\": \"in-(^^__range__^^)\", \"gclass\": \"C_CHANNEL\", \"children\": ["
+                + "     {\"name\": \"in-(^^__range__^^)\", \"gclass\": \"C_PROT_TCP4H\", \"kw\": {\"iamServer\": true}}]}}"
+                + "}]}";
+    }
+
+    static String clientConfig(int port, int channels, int sendType) {
+        StringBuilder ch = new StringBuilder();
+        for (int i = 1; i <= channels; i++) {
+            if (i > 1) ch.append(", ");
+            ch.append("{\"name\": \"out-").append(i).append("\", \"gclass\": \"C_CHANNEL\", \"children\": [")
+                    .append("{\"name\": \"out-").append(i).append("\", \"gclass\": \"C_PROT_TCP4H\", \"children\": [")
+                    .append("{\"name\": \"out-").append(i).append("\", \"gclass\": \"C_TCP\", \"kw\": {")
+                    .append("\"url\": \"tcp://127.0.0.1:").append(port).append("\", ")
+                    .append("\"timeout_between_connections\": 300}}]}]}");
+        }
+        return "{\"services\": [{\"name\": \"__output_side__\", \"gclass\": \"C_IOGATE\", "
+                + "\"kw\": {\"send_type\": " + sendType + "}, \"children\": [" + ch + "]}]}";
+    }
+
+    @BeforeEach
+    void setUp() {
+        Glog.addSink(sink);
+    }
+
+    private void startBoth(int channels, int sendType) {
+        int port = freePort();
+        server = YunoRuntime.builder().name("srv").gclass(specs()).config(serverConfig(port, channels)).build();
+        serverGate = server.service("__input_side__");
+        serverApp = server.recorder("server-app");
+        server.run(() -> serverGate.subscribe(null, serverApp.gobj()));
+        server.start();
+        client = YunoRuntime.builder().name("cli").gclass(specs()).config(clientConfig(port, channels, sendType)).build();
+        clientGate = client.service("__output_side__");
+        clientApp = client.recorder("client-app");
+        client.run(() -> clientGate.subscribe(null, clientApp.gobj()));
+        client.start();
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, channels, WAIT), "client channels open");
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_OPEN, channels, WAIT), "server channels open");
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (client != null) client.close();
+        if (server != null) server.close();
+        Glog.removeSink(sink);
+    }
+
+    private static ObjectNode msg(String text) {
+        return Kw.withGbuffer(Unpooled.copiedBuffer(text, StandardCharsets.UTF_8));
+    }
+
+    private static void send(YunoRuntime rt, GObj gate, ObjectNode kw) {
+        rt.run(() -> gate.send(Ev.EV_SEND_MESSAGE, kw, null));
+    }
+
+    @Test
+    void shouldExchangeMessagesBothWaysBetweenAClientAndAServerYuno() {
+        startBoth(1, 0);
+        send(client, clientGate, msg("ping-1"));
+        Recorder.Event got = serverApp.await(Ev.EV_ON_MESSAGE, WAIT);
+        assertNotNull(got);
+        assertEquals("ping-1", got.payloadText());
+        assertEquals("in-1", got.kw.get(Kw.TEMP).get("channel").asText());
+
+        // the reply goes out on the same connection through __temp__
+        ObjectNode reply = msg("pong-1");
+        reply.set(Kw.TEMP, got.kw.get(Kw.TEMP).deepCopy());
+        send(server, serverGate, reply);
+        Recorder.Event back = clientApp.await(Ev.EV_ON_MESSAGE, WAIT);
+        assertNotNull(back);
+        assertEquals("pong-1", back.payloadText());
+        assertEquals("out-1", back.kw.get(Kw.TEMP).get("channel").asText());
+
+        // a kw without gbuffer travels as its JSON
+        ObjectNode json = Kw.create();
+        json.put("id", 7);
+        send(client, clientGate, json);
+        Recorder.Event j = serverApp.await(Ev.EV_ON_MESSAGE, WAIT);
+        assertTrue(j.payloadText().contains("\"id\":7"), j.payloadText());
+
+        ObjectNode cs = client.command("stats-yuno service=__output_side__");
+        assertEquals(2, cs.get("data").get("txMsgs").asLong());
+        assertEquals(1, cs.get("data").get("rxMsgs").asLong());
+        ObjectNode ss = server.command("stats-yuno service=__input_side__");
+        assertEquals(1, ss.get("data").get("txMsgs").asLong());
+        assertEquals(2, ss.get("data").get("rxMsgs").asLong());
+        assertEquals(2, ss.get("data").get("channels").get("in-1").get("rxMsgs").asLong());
+        assertTrue(errors.isEmpty(), errors.toString());
+    }
+
+    @Test
+    void shouldReconnectAfterADrop() {
+        startBoth(1, 0);
+        client.run(() -> clientGate.send(Ev.EV_DROP, null, null));
+        assertNotNull(clientApp.await(Ev.EV_ON_CLOSE, WAIT));
+        assertNotNull(serverApp.await(Ev.EV_ON_CLOSE, WAIT));
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, 2, WAIT), "reconnected");
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_OPEN, 2, WAIT), "server channel free again");
+        send(client, clientGate, msg("after-reconnect"));
+        Recorder.Event got = serverApp.await(Ev.EV_ON_MESSAGE, WAIT);
+        assertNotNull(got);
+        assertEquals("after-reconnect", got.payloadText());
+
+        // the server side drops this time
+        server.run(() -> serverGate.send(Ev.EV_DROP, null, null));
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_CLOSE, 2, WAIT));
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, 3, WAIT), "reconnected after the server dropped");
+    }
+
+    @Test
+    void shouldBroadcastTheFullPayloadToThreePeers() {
+        startBoth(3, 1);
+        String payload = "{\"id\": 1, \"tm\": 1, \"content\": \"broadcast to every open channel\"}";
+        send(client, clientGate, msg(payload));
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_MESSAGE, 3, WAIT), "three peers received");
+        Set<String> channels = new HashSet<>();
+        for (Recorder.Event e : serverApp.events(Ev.EV_ON_MESSAGE)) {
+            assertEquals(payload, e.payloadText(), "full payload on " + e.kw.get(Kw.TEMP));
+            channels.add(e.kw.get(Kw.TEMP).get("channel").asText());
+        }
+        assertEquals(Set.of("in-1", "in-2", "in-3"), channels);
+        // nobody saw an empty frame: no channel closed, no error
+        assertEquals(0, serverApp.count(Ev.EV_ON_CLOSE));
+        assertEquals(3, client.command("stats-yuno service=__output_side__").get("data").get("txMsgs").asLong());
+        assertTrue(errors.isEmpty(), errors.toString());
+
+        // and the other way: the server broadcasts to its three clients
+        ObjectNode kw = msg("from-server");
+        kw.put(Kw.SEND_TYPE, 1);
+        send(server, serverGate, kw);
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_MESSAGE, 3, WAIT));
+        for (Recorder.Event e : clientApp.events(Ev.EV_ON_MESSAGE)) assertEquals("from-server", e.payloadText());
+    }
+
+    @Test
+    void shouldRoundRobinOverThreePeers() {
+        startBoth(3, 2);
+        for (int i = 0; i < 6; i++) send(client, clientGate, msg("rr-" + i));
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_MESSAGE, 6, WAIT));
+        java.util.Map<String, List<String>> byChannel = new java.util.TreeMap<>();
+        java.util.Map<String, String> firstChannelOf = new java.util.HashMap<>();
+        for (Recorder.Event e : serverApp.events(Ev.EV_ON_MESSAGE)) {
+            String ch = e.kw.get(Kw.TEMP).get("channel").asText();
+            byChannel.computeIfAbsent(ch, k -> new ArrayList<>()).add(e.payloadText());
+            firstChannelOf.put(e.payloadText(), ch);
+        }
+        assertEquals(3, byChannel.size(), byChannel.toString());
+        for (List<String> l : byChannel.values()) assertEquals(2, l.size(), byChannel.toString());
+        // message i and i+3 went through the same client channel, so they arrive on the same server channel
+        for (int i = 0; i < 3; i++) {
+            assertEquals(firstChannelOf.get("rr-" + i), firstChannelOf.get("rr-" + (i + 3)));
+        }
+        ObjectNode env = client.command("stats-yuno service=__output_side__");
+        for (String c : List.of("out-1", "out-2", "out-3")) {
+            assertEquals(2, env.get("data").get("channels").get(c).get("txMsgs").asLong(), c);
+        }
+    }
+
+    @Test
+    void shouldAnswerTheStatsEnvelopeAndViewChannelsOverCommands() {
+        startBoth(2, 0);
+        send(client, clientGate, msg("counted"));
+        assertNotNull(serverApp.await(Ev.EV_ON_MESSAGE, WAIT));
+        ObjectNode env = server.command("stats-yuno service=__input_side__");
+        assertEquals(0, env.get("result").asInt());
+        assertEquals("", env.get("comment").asText());
+        assertTrue(env.get("schema").isNull());
+        JsonNode data = env.get("data");
+        for (String k : List.of("txMsgs", "rxMsgs", "txMsgsec", "rxMsgsec", "maxtxMsgsec", "maxrxMsgsec")) {
+            assertTrue(data.has(k), k);
+        }
+        assertEquals(1, data.get("rxMsgs").asLong());
+        assertEquals(2, data.get("channels").size());
+
+        ObjectNode view = server.command("view-channels service=__input_side__ opened=1");
+        assertEquals(0, view.get("result").asInt(), view.toString());
+        assertEquals(4, view.get("data").size(), view.toString());
+        assertTrue(view.get("data").get(2).asText().contains("127.0.0.1:"), view.toString());
+
+        // a channel read by someone other than its gate answers the transport's stats
+        ObjectNode chStats = server.call(() -> serverGate.child("in-1").stats("", null, null));
+        assertEquals(0, chStats.get("result").asInt(), chStats.toString());
+        assertTrue(chStats.get("data").has("rxBytes"), chStats.toString());
+    }
+}
