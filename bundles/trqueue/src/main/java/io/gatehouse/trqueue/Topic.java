@@ -245,7 +245,10 @@ final class Topic {
             }
             // the last frame's padding may be missing from a cut file: the next frame still goes after it
             long validEnd = Math.min(pos, Math.max(size, Segment.HEADER));
-            if (!last && expected != nextBase) {
+            // a segment salvaged before says how many rows it kept: the rowids after them are a known gap
+            long sealed = headerOk ? hb.getLong(24) : 0;
+            boolean complete = expected == nextBase || (sealed > 0 && expected == s.base + sealed - 1);
+            if (!last && !complete) {
                 salvage(s, validEnd, nextBase);
             } else if (last && validEnd < size) {
                 cutTail(s, validEnd, size);
@@ -356,6 +359,11 @@ final class Topic {
         Path tmp = s.path.resolveSibling(s.path.getFileName() + ".salvage");
         ByteBuffer keep = ByteBuffer.allocate((int) validEnd);
         readFully(s, keep, 0);
+        keep.putInt(0, Segment.MAGIC).putInt(4, Segment.VERSION).putLong(8, generation).putLong(16, s.base);
+        keep.putLong(24, s.count + 1L);
+        crc.reset();
+        crc.update(keep.array(), 0, 60);
+        keep.putInt(60, (int) crc.getValue());
         ops.writeAtomic(tmp, keep.array());
         s.ch.close();
         ops.move(s.path, aside);

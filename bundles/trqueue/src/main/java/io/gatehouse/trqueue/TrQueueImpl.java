@@ -626,8 +626,10 @@ final class TrQueueImpl implements TrQueue {
         try {
             ops.move(topicDir, bakDir);
         } catch (IOException e) {
-            Glog.error(null, "cannot backup topic", "topic", name, "serrno", reason(e),
-                    "src", topicDir.toString(), "dst", bakDir.toString());
+            if (!backupFailSaid) {
+                Glog.error(null, "cannot backup topic", "topic", name, "serrno", reason(e),
+                        "src", topicDir.toString(), "dst", bakDir.toString());
+            }
             return rollback(tp, false);
         }
         long newGen = Math.max(System.currentTimeMillis(), oldDesc.path("generation").asLong() + 1);
@@ -640,7 +642,7 @@ final class TrQueueImpl implements TrQueue {
             Topic.create(ops, topicDir, desc, vars);
             fresh = Topic.open(ops, topicDir, name, opts.segmentSize(), opts.maxMessageSize());
         } catch (IOException | TopicException e) {
-            Glog.error(null, "Cannot create topic", "topic", name, "cause", e.toString());
+            if (!backupFailSaid) Glog.error(null, "Cannot create topic", "topic", name, "cause", e.toString());
             try {
                 ops.deleteTree(topicDir);
                 ops.move(bakDir, topicDir);
