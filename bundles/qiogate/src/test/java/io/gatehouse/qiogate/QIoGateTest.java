@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.qiogate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.LogSink;
+import io.gatehouse.core.ConfigException;
+import io.gatehouse.core.YunoRuntime;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** C_QIOGATE over a fake bottom and an in-memory queue: send protocol, acks, retries, durability, commands. */
+class QIoGateTest {
+    @TempDir
+    Path tmp;
+
+    final MemTrQueueFactory qf = new MemTrQueueFactory();
+    final List<String> logs = Collections.synchronizedList(new ArrayList<>());
+    final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    YunoRuntime rt;
+
+    @BeforeEach
+    void addSink() {
+        Glog.addSink(sink);
+    }
+
+    @AfterEach
+    void close() {
+        Glog.removeSink(sink);
+        if (rt != null) rt.close();
+    }
+
+    // --- given/when/then helpers ---
+
+    YunoRuntime givenGate(String kw) {
+        rt = build(kw);
+        return rt;
+    }
+
+    YunoRuntime build(String kw) {
+        String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":" + kw
+                + ",\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
+        return YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
+                .config(cfg).build().start();
+    }
+
+    GObj gate() {
+        return rt.call(() -> rt.yuno().service("q"));
+    }
+
+    FakeBottom bottom() {
+        return rt.call(() -> (FakeBottom) rt.yuno().service("q").child("b").behavior());
+    }
+
+    int send(String json) {
+        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, Kw.parse(json), null));
+    }
+
+    int sendKw(ObjectNode kw) {
+        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, null));
+    }
+
+    JsonNode stats() {
+        ObjectNode env = rt.command("stats-yuno service=q");
+        assertEquals(0, env.get("result").asInt(), env.toString());
+        return env.get("data");
+    }
+
+    static void eventually(BooleanSupplier cond, long timeoutMs, String what) {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!cond.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) throw new AssertionError("timed out waiting: " + what);
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    boolean logged(String text) {
+        synchronized (logs) {
+            for (String l : logs) if (l.contains(text)) return true;
+        }
+        return false;
+    }
+
+    // --- Send protocol (checks 32, 34) ---
+
+    @Test
+    void shouldQueueWhileClosedAndSendInOrderWhenOpened() {
+        givenGate("{\"topic_name\":\"t\"}");
+        for (int i = 1; i <= 3; i++) assertEquals(0, send("{\"id\":\"" + i + "\"}"));
+        assertEquals(3, stats().get("msgs_in_queue").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt());
+        assertTrue(bottom().sent().isEmpty());
+
+        rt.run(() -> bottom().open());
+
+        List<ObjectNode> sent = bottom().sent();
+        assertEquals(3, sent.size());
+        for (int i = 0; i < 3; i++) {
+            JsonNode md = sent.get(i).get("__md_trq__");
+            assertEquals(i + 1, md.get("__msg_rowid__").asLong());
+            assertTrue(md.has("__msg_t__"));
+            assertTrue(md.has("__msg_gen__"));
+            assertEquals(String.valueOf(i + 1), sent.get(i).get("id").asText());
+        }
+        assertEquals(3, stats().get("pending_acks").asInt());
+        assertEquals(3, stats().get("msgs_in_queue").asInt());
+    }
+
+    @Test
+    void shouldSendOneMoreForEachAckWhenTheWindowIsFull() {
+        givenGate("{\"topic_name\":\"t\",\"max_pending_acks\":2}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 5; i++) send("{\"id\":\"" + i + "\"}");
+        assertEquals(List.of(1L, 2L), bottom().sentRowids());
+        assertEquals(2, stats().get("pending_acks").asInt());
+
+        for (int k = 0; k < 5; k++) {
+            ObjectNode m = bottom().sent().get(k);
+            rt.run(() -> bottom().ack(m, 0));
+            int expectSent = Math.min(5, k + 3);
+            assertEquals(expectSent, bottom().sent().size(), "after ack " + (k + 1));
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L), bottom().sentRowids());
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt());
+        assertEquals(5, stats().get("acks").asInt());
+    }
+
+    @Test
+    void shouldSendImmediatelyWhenOpenAndNothingOlderWaits() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"a\"}");
+        assertEquals(1, bottom().sent().size());
+        ObjectNode m = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(m, 0));
+        send("{\"id\":\"b\"}");
+        assertEquals(List.of(1L, 2L), bottom().sentRowids());
+    }
+
+    // --- Acks (check 33, with the seed's nack) ---
+
+    @Test
+    void shouldClearOnAckAndIgnoreDuplicateAck() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 3; i++) send("{\"id\":\"" + i + "\"}");
+        ObjectNode second = bottom().sent().get(1);
+        rt.run(() -> bottom().ack(second, 0));
+        assertEquals(2, stats().get("msgs_in_queue").asInt());
+        assertEquals(2, stats().get("pending_acks").asInt());
+        logs.clear();
+
+        rt.run(() -> bottom().ack(second, 0));
+        assertEquals(2, stats().get("msgs_in_queue").asInt());
+        assertEquals(2, stats().get("pending_acks").asInt());
+        assertFalse(logged("ERROR"), logs.toString());
+        assertEquals(1, stats().get("ignored_acks").asInt());
+        assertEquals(2, qf.topic("t").pendingOnDisk(), "rows 1 and 3 pending on disk");
+    }
+
+    @Test
+    void shouldAcceptTopLevelResult() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        ObjectNode m = bottom().sent().get(0);
+        JsonNode md = m.get("__md_trq__");
+        String ack = "{\"__md_trq__\":" + md + ",\"result\":0}";
+        rt.run(() -> bottom().ackJson(ack));
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+    }
+
+    @Test
+    void shouldLogAndIgnoreStaleOrUnknownAck() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        rt.run(() -> bottom().ackJson("{\"__md_trq__\":{\"__msg_rowid__\":99,\"__msg_t__\":1,\"result\":0}}"));
+        rt.run(() -> bottom().ackJson("{\"__md_trq__\":{\"__msg_rowid__\":1,\"__msg_t__\":1,\"__msg_gen__\":77,\"result\":0}}"));
+        assertTrue(logged("Stale or unknown ack ignored"), logs.toString());
+        assertEquals(1, stats().get("msgs_in_queue").asInt());
+        assertEquals(1, stats().get("pending_acks").asInt());
+        assertEquals(2, stats().get("ignored_acks").asInt());
+    }
+
+    @Test
+    void shouldKeepLinkAndMessagesWhenAckIsNotJson() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        int r = rt.call(() -> bottom().ackJson("{not json"));
+        assertEquals(-1, r);
+        assertTrue(logged("Bad ack: not a JSON object"), logs.toString());
+        assertEquals(1, stats().get("msgs_in_queue").asInt());
+        ObjectNode m = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(m, 0));
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+    }
+
+    @Test
+    void shouldRetryNackedMessageLaterAndCountRetries() {
+        givenGate("{\"topic_name\":\"t\",\"timeout_poll\":20,\"retry_delay\":100}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        send("{\"id\":\"2\"}");
+        ObjectNode first = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(first, -1));
+        assertEquals(2, stats().get("msgs_in_queue").asInt(), "a nack does not drop the message");
+        assertEquals(1, stats().get("nacks").asInt());
+        assertTrue(bottom().awaitSent(3, 3000), "nacked message sent again");
+        assertEquals(1L, bottom().sentRowids().get(2));
+        assertEquals(1, stats().get("retries").asInt());
+
+        ObjectNode again = bottom().sent().get(2);
+        rt.run(() -> bottom().ack(again, -5));
+        assertTrue(bottom().awaitSent(4, 3000), "nacked twice, sent a third time");
+        ObjectNode third = bottom().sent().get(3);
+        rt.run(() -> bottom().ack(third, 0));
+        assertEquals(1, stats().get("msgs_in_queue").asInt());
+        assertEquals(2, stats().get("retries").asInt());
+        assertEquals(2, stats().get("nacks").asInt());
+    }
+
+    @Test
+    void shouldResendWhenAckTimesOutWithBackoff() {
+        givenGate("{\"topic_name\":\"t\",\"timeout_poll\":20,\"timeout_ack\":1}");
+        rt.run(() -> bottom().open());
+        long t0 = System.currentTimeMillis();
+        send("{\"id\":\"1\"}");
+        assertTrue(bottom().awaitSent(2, 3000), "sent again after timeout_ack");
+        long first = System.currentTimeMillis() - t0;
+        assertTrue(first >= 950, "not before timeout_ack: " + first);
+        assertTrue(bottom().awaitSent(3, 5000), "sent a third time");
+        long second = System.currentTimeMillis() - t0;
+        assertTrue(second - first >= 1800, "backoff doubles: " + (second - first));
+        assertEquals(List.of(1L, 1L, 1L), bottom().sentRowids());
+        assertEquals(2, stats().get("retries").asInt());
+        assertEquals(1, stats().get("pending_acks").asInt());
+        ObjectNode m = bottom().sent().get(2);
+        rt.run(() -> bottom().ack(m, 0));
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+    }
+
+    @Test
+    void shouldResendEverythingUnackedAfterReconnect() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        send("{\"id\":\"2\"}");
+        send("{\"id\":\"3\"}");
+        ObjectNode second = bottom().sent().get(1);
+        rt.run(() -> bottom().ack(second, 0));
+        rt.run(() -> bottom().close());
+        assertEquals(0, stats().get("pending_acks").asInt());
+        send("{\"id\":\"4\"}");
+        assertEquals(3, bottom().sent().size(), "nothing is sent while closed");
+        rt.run(() -> bottom().open());
+        assertEquals(List.of(1L, 2L, 3L, 1L, 3L, 4L), bottom().sentRowids());
+        assertEquals(3, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldResendUnackedAfterRestart() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 3; i++) send("{\"id\":\"" + i + "\"}");
+        ObjectNode first = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(first, 0));
+        rt.close();
+
+        rt = build("{\"topic_name\":\"t\"}");
+        assertEquals(2, stats().get("msgs_in_queue").asInt());
+        rt.run(() -> bottom().open());
+        assertEquals(List.of(2L, 3L), bottom().sentRowids());
+        assertEquals("2", bottom().sent().get(0).get("id").asText());
+    }
+
+    @Test
+    void shouldStoreWithoutMetadataKeysUnlessWithMetadata() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\",\"__x__\":1,\"_y\":2,\"___z\":3,\"d\":{\"__w__\":4},\"__md_trq__\":{\"__msg_rowid__\":555}}");
+        ObjectNode m = bottom().sent().get(0);
+        assertEquals("1", m.get("id").asText());
+        assertEquals(2, m.get("_y").asInt());
+        assertEquals(3, m.get("___z").asInt());
+        assertEquals(0, m.get("d").size());
+        assertFalse(m.has("__x__"));
+        assertEquals(1, m.get("__md_trq__").get("__msg_rowid__").asLong(), "an upstream __md_trq__ is never stored");
+        rt.close();
+
+        rt = build("{\"topic_name\":\"t2\",\"with_metadata\":true}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\",\"__x__\":1,\"d\":{\"__w__\":4}}");
+        ObjectNode m2 = bottom().sent().get(0);
+        assertEquals(1, m2.get("__x__").asInt());
+        assertEquals(4, m2.get("d").get("__w__").asInt());
+    }
+
+    @Test
+    void shouldStoreTheJsonOfAGbuffer() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        ObjectNode kw = Kw.withGbuffer(io.netty.buffer.Unpooled.copiedBuffer("{\"id\":\"g\",\"v\":[1,2]}",
+                java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals(0, sendKw(kw));
+        assertEquals("g", bottom().sent().get(0).get("id").asText());
+        ObjectNode bad = Kw.withGbuffer(io.netty.buffer.Unpooled.copiedBuffer("nope", java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals(-1, sendKw(bad));
+        assertEquals(1, stats().get("enqueue_errors").asInt());
+    }
+
+    // --- Durability hook ---
+
+    @Test
+    void shouldRunOnDurableOnlyOnceTheRecordIsDurable() {
+        qf.autoDurable = false;
+        givenGate("{\"topic_name\":\"t\"}");
+        AtomicInteger told = new AtomicInteger();
+        AtomicInteger onCore = new AtomicInteger();
+        ObjectNode kw = Kw.create().put("id", "1");
+        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) () -> {
+            told.incrementAndGet();
+            if (rt.yuno().inCoreThread()) onCore.incrementAndGet();
+        });
+        assertEquals(0, sendKw(kw));
+        rt.run(() -> { });
+        assertEquals(0, told.get(), "not durable yet");
+        rt.run(() -> ((MemTrQueueFactory.Mem) ((QIoGate) gate().behavior()).queue()).makeDurable());
+        eventually(() -> told.get() == 1, 2000, "durable callback");
+        assertEquals(1, onCore.get());
+        assertFalse(rt.call(() -> qf.topic("t").rows() == 1 && Kw.toJson(qf.opened.get(0).msgJson(
+                qf.opened.get(0).first())).contains("__on_durable__")));
+    }
+
+    @Test
+    void shouldNotRunOnDurableAndAnswerMinusOneWhenTheAppendFails() {
+        givenGate("{\"topic_name\":\"t\"}");
+        qf.failAppends = true;
+        AtomicInteger told = new AtomicInteger();
+        ObjectNode kw = Kw.create().put("id", "1");
+        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
+        assertEquals(-1, sendKw(kw));
+        rt.run(() -> { });
+        assertEquals(0, told.get());
+        assertTrue(logged("Message NOT SAVED in the queue"), logs.toString());
+        assertEquals(1, stats().get("enqueue_errors").asInt());
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+    }
+
+    // --- Stats, alert, backup ---
+
+    @Test
+    void shouldAnswerEnvelopeWithBottomStatsAndQueueCounters() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        ObjectNode env = rt.command("stats-yuno service=q");
+        assertEquals(0, env.get("result").asInt());
+        assertEquals("", env.get("comment").asText());
+        assertTrue(env.get("schema").isNull());
+        JsonNode d = env.get("data");
+        assertEquals(1, d.get("txMsgs").asInt(), "the bottom's stats are merged");
+        for (String k : List.of("msgs_in_queue", "pending_acks", "oldest_pending_age_ms", "alert", "retries")) {
+            assertTrue(d.has(k), k + " in " + d);
+        }
+        assertTrue(d.get("alert").isBoolean());
+    }
+
+    @Test
+    void shouldRaiseAlertWhenQueuePassesAlertQueueSize() {
+        givenGate("{\"topic_name\":\"t\",\"alert_queue_size\":3}");
+        send("{\"id\":\"1\"}");
+        send("{\"id\":\"2\"}");
+        assertFalse(stats().get("alert").asBoolean());
+        send("{\"id\":\"3\"}");
+        assertTrue(stats().get("alert").asBoolean());
+        assertTrue(logged("WARN C_QIOGATE^q ALERT Queuing 3 msgs"), logs.toString());
+        rt.run(() -> bottom().open());
+        ObjectNode m = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(m, 0));
+        assertFalse(stats().get("alert").asBoolean());
+    }
+
+    @Test
+    void shouldBackUpAnEmptyQueueAndIgnoreAcksOfTheOldGeneration() {
+        givenGate("{\"topic_name\":\"t\",\"backup_queue_size\":2,\"timeout_poll\":20,\"timeout_backup\":1}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        send("{\"id\":\"2\"}");
+        List<ObjectNode> sent = bottom().sent();
+        rt.run(() -> bottom().ack(sent.get(0), 0));
+        eventually(() -> rt.call(() -> qf.topic("t").backups()) == 0, 1, "no backup while a message is queued");
+        rt.run(() -> bottom().ack(sent.get(1), 0));
+        eventually(() -> rt.call(() -> qf.topic("t").backups()) == 1, 3000, "backup of the empty queue");
+        send("{\"id\":\"3\"}");
+        ObjectNode m3 = bottom().sent().get(2);
+        assertEquals(1, m3.get("__md_trq__").get("__msg_rowid__").asLong(), "a new generation starts at 1");
+        rt.run(() -> bottom().ack(sent.get(0), 0));
+        assertEquals(1, stats().get("msgs_in_queue").asInt(), "an ack of the old generation does not clear rowid 1");
+    }
+
+    // --- Commands ---
+
+    @Test
+    void shouldMarkNotPendingAndPendingChangingWhatIsSentNext() {
+        givenGate("{\"topic_name\":\"t\",\"max_pending_acks\":1}");
+        for (int i = 1; i <= 4; i++) send("{\"id\":\"" + i + "\"}");
+        ObjectNode r = rt.command("command-yuno service=q command=queue_mark_notpending from-rowid=2 to-rowid=3");
+        assertEquals(0, r.get("result").asInt(), r.toString());
+        assertEquals("2 messages marked as NOT-PENDING", r.get("comment").asText());
+        assertEquals(2, stats().get("msgs_in_queue").asInt());
+        rt.run(() -> bottom().open());
+        rt.run(() -> bottom().ack(bottom().sent().get(0), 0));
+        assertEquals(List.of(1L, 4L), bottom().sentRowids());
+
+        rt.run(() -> bottom().ack(bottom().sent().get(1), 0));
+        r = rt.command("command-yuno service=q command=queue_mark_pending from-rowid=1 to-rowid=2");
+        assertEquals("2 messages marked as PENDING", r.get("comment").asText());
+        assertEquals(List.of(1L, 4L, 1L), bottom().sentRowids());
+        rt.run(() -> bottom().ack(bottom().sent().get(2), 0));
+        assertEquals(List.of(1L, 4L, 1L, 2L), bottom().sentRowids());
+
+        r = rt.command("command-yuno service=q command=queue_mark_pending");
+        assertEquals(-1, r.get("result").asInt());
+    }
+
+    @Test
+    void shouldViewQueue() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        ObjectNode r = rt.command("command-yuno service=q command=view-queue");
+        assertEquals(1, r.get("data").get("inflight").size(), r.toString());
+        assertNotNull(r.get("data").get("path"));
+    }
+
+    // --- Config ---
+
+    @Test
+    void shouldRefuseConfigWithoutTopicName() {
+        ConfigException e = assertThrows(ConfigException.class, () -> build("{}"));
+        assertTrue(e.getMessage().contains("topic_name"), e.getMessage());
+    }
+
+    @Test
+    void shouldRefuseUnknownAttributeAndAcceptYunetaKeys() {
+        assertThrows(ConfigException.class, () -> build("{\"topic_name\":\"t\",\"max_pending_ack\":3}"));
+        rt = build("{\"topic_name\":\"t\",\"on_critical_error\":16,\"alert_to\":\"x@y\"}");
+        assertNotNull(gate());
+    }
+
+    @Test
+    void shouldKeepTwoGatesWithTheSameTopicApart() {
+        String cfg = "{\"services\":["
+                + "{\"name\":\"a\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"same\"},"
+                + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]},"
+                + "{\"name\":\"c\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"same\"},"
+                + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
+                .config(cfg).build().start();
+        assertEquals(2, qf.topics().size(), qf.topics().keySet().toString());
+        assertTrue(qf.topics().keySet().stream().anyMatch(k -> k.endsWith("queues/a/same")), qf.topics().keySet().toString());
+    }
+
+    @Test
+    void shouldFindTheFactoryThroughTheYunoOutsideOsgi() {
+        String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"t\"},"
+                + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(null), FakeBottom.SPEC)
+                .extension(io.gatehouse.api.queue.TrQueueFactory.class, qf).config(cfg).build().start();
+        rt.run(() -> bottom().open());
+        assertEquals(0, send("{\"id\":\"1\"}"));
+        assertEquals(1, bottom().sent().size());
+    }
+}
