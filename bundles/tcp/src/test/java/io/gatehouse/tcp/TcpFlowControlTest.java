@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.tcp;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.St;
+import io.gatehouse.core.Recorder;
+import io.gatehouse.core.YunoRuntime;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Flow control after seeds/001: a producer far faster than its consumer. With an input threshold the gateway
+ * holds at most the threshold's worth of messages and TCP backpressure stops the producer; without one the
+ * held backlog grows with whatever the producer sends. Also the tx queue bounds and their overflow policies.
+ */
+@Timeout(60)
+class TcpFlowControlTest {
+
+    /** A consumer that keeps what it gets and processes (releases and credits back) 20 messages every 10 ms. */
+    static final class Slow implements GObjBehavior {
+        final GObj gobj;
+        final ArrayDeque<ByteBuf> held = new ArrayDeque<>();
+        GObj from;
+        long heldBytes;
+        long maxHeld;
+        long maxHeldBytes;
+        long consumed;
+        long consumedBytes;
+        long blockedMarks;
+
+        Slow(GObj g) {
+            this.gobj = g;
+        }
+
+        @Override
+        public int onStart() {
+            gobj.setPeriodic(10, Ev.EV_TIMEOUT_PERIODIC);
+            return 0;
+        }
+
+        @Override
+        public void onDestroy() {
+            for (ByteBuf b; (b = held.poll()) != null; ) b.release();
+        }
+
+        private int acMessage(String ev, ObjectNode kw, GObj src) {
+            from = src;
+            if (Kw.getBool(kw, "is_blocked", false)) blockedMarks++;
+            ByteBuf b = Kw.takeGbuffer(kw);
+            held.add(b);
+            heldBytes += b.readableBytes();
+            maxHeld = Math.max(maxHeld, held.size());
+            maxHeldBytes = Math.max(maxHeldBytes, heldBytes);
+            return 0;
+        }
+
+        private int acTick(String ev, ObjectNode kw, GObj src) {
+            int n = 0;
+            long bytes = 0;
+            for (ByteBuf b; n < 20 && (b = held.poll()) != null; n++) {
+                bytes += b.readableBytes();
+                b.release();
+            }
+            heldBytes -= bytes;
+            consumed += n;
+            consumedBytes += bytes;
+            if (n > 0 && from != null) {
+                ObjectNode credit = Kw.create().put("msgs", n).put("bytes", bytes);
+                from.send(Ev.EV_RESUME_INPUT, credit, gobj);
+            }
+            return 0;
+        }
+
+        static final GClassSpec<Slow> SPEC = GClassSpec.builder("C_SLOW", Slow.class)
+                .fsm(Fsm.<Slow>builder()
+                        .state(St.ST_IDLE)
+                        .on(Ev.EV_ON_MESSAGE, Slow::acMessage)
+                        .on(Ev.EV_TIMEOUT_PERIODIC, Slow::acTick)
+                        .ignore(Ev.EV_ON_OPEN)
+                        .ignore(Ev.EV_ON_CLOSE)
+                        .build())
+                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                .factory(Slow::new)
+                .build();
+    }
+
+    private static YunoRuntime slowServer(int port, String tcp4hKw) {
+        String cfg = Support.serverConfig(port, 1, null, tcp4hKw).replace("C_TEST_GATE", "C_SLOW");
+        return YunoRuntime.builder().name("t").gclass(Support.specs()).gclass(Slow.SPEC).config(cfg).build();
+    }
+
+    /** Writes 1000-byte frames as fast as the socket takes them, for {@code ms} or up to {@code maxBytes}. */
+    private static long produce(int port, long ms, long maxBytes) throws Exception {
+        AtomicLong written = new AtomicLong();
+        byte[] frame = Support.frame("x".repeat(996));
+        byte[] batch = new byte[frame.length * 64];
+        for (int i = 0; i < 64; i++) System.arraycopy(frame, 0, batch, i * frame.length, frame.length);
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            OutputStream out = s.getOutputStream();
+            Thread t = new Thread(() -> {
+                try {
+                    while (written.get() < maxBytes) {
+                        out.write(batch);
+                        written.addAndGet(batch.length);
+                    }
+                } catch (Exception ignored) {
+                    // closed at the end of the window
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+            t.join(ms);
+            long w = written.get();
+            s.close();
+            t.join(5000);
+            return w;
+        }
+    }
+
+    private static Slow slow(YunoRuntime rt) {
+        return rt.call(() -> (Slow) rt.yuno().service("in").behavior());
+    }
+
+    @Test
+    void shouldKeepMemoryBoundedByTheThresholdWhileBackpressureReachesTheProducer() throws Exception {
+        int port = Support.freePort();
+        try (YunoRuntime srv = slowServer(port, "\"input_threshold_msgs\":100,\"input_threshold_bytes\":200000")) {
+            srv.start();
+            long written = produce(port, 3000, Long.MAX_VALUE);
+            Slow s = slow(srv);
+            long maxHeld = srv.call(() -> s.maxHeld);
+            long consumedBytes = srv.call(() -> s.consumedBytes);
+            long marks = srv.call(() -> s.blockedMarks);
+            // The consumer never holds more than the threshold...
+            assertTrue(maxHeld <= 100, "max held " + maxHeld);
+            assertTrue(marks > 10, "the crossing messages carry is_blocked: " + marks);
+            // ...and the producer was held back by TCP: what it wrote is what was consumed plus the socket buffers
+            // (kernel send/receive buffers on loopback: a few MB), not the ~1 GB/s it could write otherwise.
+            assertTrue(consumedBytes > 1_000_000, "consumed " + consumedBytes);
+            assertTrue(written < consumedBytes + 40_000_000L, "written " + written + ", consumed " + consumedBytes);
+            System.out.printf("flow control: producer wrote %,d bytes in 3 s, consumer processed %,d, max held %d msgs%n",
+                    written, consumedBytes, maxHeld);
+        }
+    }
+
+    @Test
+    void shouldLetTheBacklogGrowWithoutAThreshold() throws Exception {
+        int port = Support.freePort();
+        try (YunoRuntime srv = slowServer(port, null)) {
+            srv.start();
+            produce(port, 1000, 20_000_000L);
+            Slow s = slow(srv);
+            long maxHeld = srv.call(() -> s.maxHeld);
+            assertTrue(maxHeld > 1000, "without a threshold the consumer is flooded: " + maxHeld);
+        }
+    }
+
+    private static String txConfig(int port, String kw) {
+        return "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
+                + "\",\"timeout_between_connections\":60000," + kw + "}}]}";
+    }
+
+    private static void flood(YunoRuntime rt, int n) {
+        rt.run(() -> {
+            for (int i = 0; i < n; i++) {
+                GObj g = rt.yuno().service("cli");
+                if (!g.inState(St.ST_CONNECTED)) return;
+                g.send(Ev.EV_TX_DATA, Kw.withGbuffer(Unpooled.wrappedBuffer(new byte[65536])), null);
+            }
+        });
+    }
+
+    @Test
+    void shouldCloseWhenTheTxQueueOverflows() throws Exception {
+        try (ServerSocket ss = new ServerSocket(0); Support.Logs logs = new Support.Logs();
+             YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10"))) {
+            Recorder rec = rt.recorder("rec");
+            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
+            rt.start();
+            rt.run(() -> rt.yuno().service("cli").start());
+            try (Socket peer = ss.accept()) {
+                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                flood(rt, 2000);   // the peer never reads
+                assertNotNull(rec.await(Ev.EV_DISCONNECTED, 5000));
+                assertEquals(1, logs.with("tcp tx queue overflow, closing").size());
+            }
+        }
+    }
+
+    @Test
+    void shouldDropTheOldestWhenConfigured() throws Exception {
+        try (ServerSocket ss = new ServerSocket(0); Support.Logs logs = new Support.Logs();
+             YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10,\"tx_overflow\":\"drop_oldest\""))) {
+            Recorder rec = rt.recorder("rec");
+            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
+            rt.start();
+            rt.run(() -> rt.yuno().service("cli").start());
+            try (Socket peer = ss.accept()) {
+                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                flood(rt, 2000);
+                assertTrue(logs.with("throw away tcp tx message").size() >= 1);
+                assertEquals(0, rec.count(Ev.EV_DISCONNECTED));
+                assertEquals(10L, rt.call(() -> rt.yuno().service("cli").readAttr("cur_tx_queue").asLong()));
+                // The peer reads everything: the queue drains and EV_TX_READY is published.
+                Thread reader = new Thread(() -> {
+                    try {
+                        peer.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+                    } catch (Exception ignored) {
+                        // closed
+                    }
+                });
+                reader.setDaemon(true);
+                reader.start();
+                assertNotNull(rec.await(Ev.EV_TX_READY, 10000));
+                assertEquals(0L, rt.call(() -> rt.yuno().service("cli").readAttr("cur_tx_queue").asLong()));
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.tcp;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
+import io.gatehouse.core.Recorder;
+import io.gatehouse.core.YunoRuntime;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** TLS on both sides (tcps listener, tcp4hs client) with a certificate generated at test time. */
+@Timeout(60)
+class TcpTlsTest {
+    private static TestCerts certs;
+    private static TestCerts other;
+
+    @BeforeAll
+    static void makeCerts() throws Exception {
+        certs = TestCerts.generate("localhost");
+        other = TestCerts.generate("someone-else");
+    }
+
+    private static String json(String s) {
+        return Kw.MAPPER.valueToTree(s).toString();
+    }
+
+    private static String serverCfg(int port) {
+        String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":" + json(certs.keyPem) + "}";
+        return Support.serverConfig(port, 1, crypto, null).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
+    }
+
+    private static String clientCfg(int port, String trusted) {
+        return "{\"services\":[{\"name\":\"out\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
+                + "{\"name\":\"out\",\"gclass\":\"C_CHANNEL\",\"children\":["
+                + "{\"name\":\"out\",\"gclass\":\"C_PROT_TCP4H\",\"kw\":{\"url\":\"tcp4hs://127.0.0.1:" + port + "\","
+                + "\"crypto\":{\"ssl_trusted_certificate\":" + json(trusted) + "},"
+                + "\"tcp_kw\":{\"timeout_between_connections\":300}}}]}]}]}";
+    }
+
+    @Test
+    void shouldRoundTripOverTls() throws Exception {
+        int port = Support.freePort();
+        try (YunoRuntime srv = Support.runtime(serverCfg(port)); YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem))) {
+            Recorder srec = srv.recorder("rec");
+            srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
+            srv.start();
+            Recorder crec = cli.recorder("rec");
+            cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
+            cli.start();
+            assertNotNull(crec.await(Ev.EV_ON_OPEN, 10000));
+            assertNotNull(srec.await(Ev.EV_ON_OPEN, 10000));
+            ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("secret", StandardCharsets.UTF_8));
+            cli.run(() -> cli.yuno().service("out").send(Ev.EV_SEND_MESSAGE, kw, null));
+            assertEquals("secret", srec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
+            ObjectNode back = Kw.withGbuffer(Unpooled.copiedBuffer("back", StandardCharsets.UTF_8));
+            srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, back, null));
+            assertEquals("back", crec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
+            GObj ctcp = cli.call(() -> cli.yuno().service("out").children().get(0).lastBottom());
+            assertTrue(cli.call(() -> ctcp.readAttr("secure_connected").asBoolean()));
+            GObj stcp = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
+            assertTrue(srv.call(() -> stcp.readAttr("secure_connected").asBoolean()));
+        }
+    }
+
+    @Test
+    void shouldNotOpenWhenTheServerIsNotTrusted() throws Exception {
+        int port = Support.freePort();
+        try (Support.Logs logs = new Support.Logs();
+             YunoRuntime srv = Support.runtime(serverCfg(port)); YunoRuntime cli = Support.runtime(clientCfg(port, other.certPem))) {
+            Recorder srec = srv.recorder("rec");
+            srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
+            srv.start();
+            Recorder crec = cli.recorder("rec");
+            cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
+            cli.start();
+            Thread.sleep(1500);
+            assertEquals(0, crec.count(Ev.EV_ON_OPEN));
+            assertEquals(0, srec.count(Ev.EV_ON_OPEN));
+            assertTrue(logs.with("Connection failed").size() + logs.with("Disconnected").size() >= 1, logs.all().toString());
+        }
+    }
+}
