@@ -60,6 +60,8 @@ public final class Channel implements GObjBehavior {
             .state(St.ST_CLOSED)
                 .on(Ev.EV_ON_OPEN,          Channel::acOnOpen,      St.ST_OPENED)
                 .on(Ev.EV_STOPPED,          Channel::acStopped)
+                .ignore(Ev.EV_PAUSE_INPUT)
+                .ignore(Ev.EV_RESUME_INPUT)
             .state(St.ST_OPENED)
                 .on(Ev.EV_ON_MESSAGE,       Channel::acOnMessage)
                 .on(Ev.EV_ON_IEV_MESSAGE,   Channel::acOnMessage)
@@ -71,6 +73,8 @@ public final class Channel implements GObjBehavior {
                 .ignore(Ev.EV_ON_OPEN)
                 .on(Ev.EV_ON_CLOSE,         Channel::acOnClose,     St.ST_CLOSED)
                 .on(Ev.EV_STOPPED,          Channel::acStopped)
+                .on(Ev.EV_PAUSE_INPUT,      Channel::acFlowControl)
+                .on(Ev.EV_RESUME_INPUT,     Channel::acFlowControl)
             .publishes(Ev.EV_ON_MESSAGE, Ev.EV_ON_IEV_MESSAGE, Ev.EV_ON_ID, Ev.EV_ON_ID_NAK,
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
@@ -203,6 +207,19 @@ public final class Channel implements GObjBehavior {
         }
         if (gobj.isTraced(TRACE_CONNECTION)) Glog.info(gobj, "DROP");
         return bottom.send(Ev.EV_DROP, kw, gobj);
+    }
+
+    /**
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001 input thresholds): the consumer's credit goes down to the
+     * protocol or transport that reads the socket; a stack that has no thresholds ignores it. Closed: ignored.
+     */
+    private int acFlowControl(String event, ObjectNode kw, GObj src) {
+        GObj bottom = gobj.bottom();
+        if (bottom == null || !bottom.hasInputEvent(event)) {
+            Kw.release(kw);
+            return 0;
+        }
+        return bottom.send(event, kw, gobj);
     }
 
     private int acStopped(String event, ObjectNode kw, GObj src) {

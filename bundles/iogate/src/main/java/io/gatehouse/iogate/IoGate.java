@@ -89,6 +89,8 @@ public final class IoGate implements GObjBehavior {
                 .on(Ev.EV_ON_OPEN,          IoGate::acOnOpen)
                 .on(Ev.EV_ON_CLOSE,         IoGate::acOnClose)
                 .on(Ev.EV_STOPPED,          IoGate::acStopped)
+                .on(Ev.EV_PAUSE_INPUT,      IoGate::acFlowControl)
+                .on(Ev.EV_RESUME_INPUT,     IoGate::acFlowControl)
             .publishes(Ev.EV_ON_MESSAGE, Ev.EV_ON_COMMAND, Ev.EV_ON_ID, Ev.EV_ON_ID_NAK,
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
@@ -511,6 +513,28 @@ public final class IoGate implements GObjBehavior {
         for (GObj ch : gobj.children()) {
             if (isChannel(ch) && isOpened(ch)) ch.send(Ev.EV_DROP, null, gobj);
         }
+        return 0;
+    }
+
+    /**
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001): to the channel of {@code __temp__} (the one the message came
+     * from), else to every open channel. The kw is passed to the one target, or copied per channel.
+     */
+    private int acFlowControl(String event, ObjectNode kw, GObj src) {
+        JsonNode temp = kw.get(Kw.TEMP);
+        GObj target = null;
+        if (temp != null && temp.isObject()) {
+            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            if (target == null) {
+                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                if (!name.isEmpty()) target = gobj.child(name);
+            }
+        }
+        if (target != null) return target.send(event, kw, gobj);
+        for (GObj ch : gobj.children()) {
+            if (isChannel(ch) && isOpened(ch)) ch.send(event, Kw.withoutRefs(kw), gobj);
+        }
+        Kw.release(kw);
         return 0;
     }
 

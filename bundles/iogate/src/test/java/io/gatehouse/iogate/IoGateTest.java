@@ -310,6 +310,25 @@ class IoGateTest {
         assertTrue(logs.stream().anyMatch(l -> l.contains("channel NOT FOUND")));
     }
 
+    // --- flow control ---
+
+    @Test
+    void shouldPassResumeInputToTheChannelOfTempOrToEveryOpenChannel() {
+        open("A", "B");
+        ObjectNode kw = Kw.create();
+        kw.putObject(Kw.TEMP).put("channel", "B");
+        rt.call(() -> gate.send(Ev.EV_RESUME_INPUT, kw, null));
+        assertEquals(1, tube("B").sent.size());
+        assertEquals(Ev.EV_RESUME_INPUT, tube("B").sent.get(0).event);
+        assertEquals(0, tube("A").sent.size());
+        rt.call(() -> gate.send(Ev.EV_RESUME_INPUT, null, null));
+        assertEquals(1, tube("A").sent.size());
+        assertEquals(2, tube("B").sent.size());
+        assertEquals(0, tube("C").sent.size());      // closed: not told
+        assertEquals(0, (int) rt.call(() -> gate.child("C").send(Ev.EV_RESUME_INPUT, null, null)));
+        assertEquals(0, gateTx(), "flow control is not a message");
+    }
+
     // --- stats ---
 
     @Test
