@@ -77,6 +77,8 @@ public final class MemTrQueueFactory implements TrQueueFactory {
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     /** Appends fail (answer null) while set: the disk is full. */
     public volatile boolean failAppends;
+    /** Appends fail for topics whose key (path) ends with one of these. */
+    public final java.util.Set<String> failingTopics = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Records become durable at append (as NONE/ALWAYS); when false the test calls {@link Mem#makeDurable()}. */
     public volatile boolean autoDurable = true;
     public final List<Mem> opened = new ArrayList<>();
@@ -203,6 +205,7 @@ public final class MemTrQueueFactory implements TrQueueFactory {
         public QueueMessage append(long t, ObjectNode kw, int userFlag) {
             if (closed) throw new IllegalStateException("closed");
             if (failAppends) return null;
+            for (String f : failingTopics) if (tp.key.endsWith(f)) return null;
             long rowid = tp.rows.size() + 1;
             long tm = 0;
             if (tkey != null && !tkey.isEmpty() && kw.path(tkey).isIntegralNumber()) tm = kw.get(tkey).asLong();
