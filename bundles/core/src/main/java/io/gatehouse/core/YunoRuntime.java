@@ -81,6 +81,21 @@ public final class YunoRuntime implements AutoCloseable {
         return new Builder();
     }
 
+    /** Parses config text (comments allowed); a syntax error names its line and column. */
+    public static ObjectNode parseConfig(String json) {
+        return YunoImpl.parseConfig(json);
+    }
+
+    /** Every gclass a config names, in its services, children and templates. */
+    public static Set<String> gclassesNamedIn(ObjectNode config) {
+        Set<String> out = new java.util.TreeSet<>();
+        var services = config.get("services");
+        if (services != null && services.isArray()) {
+            for (var s : services) YunoImpl.gclassesOf(s, out);
+        }
+        return out;
+    }
+
     /** Starts the services (autostart, by priority) and plays them. */
     public YunoRuntime start() {
         run(yuno::startServices);

@@ -52,6 +52,9 @@ public class GatehouseCore {
     public static final String PROP_CONTROL_HOST = "gatehouse.control.host";
     public static final String PROP_CONTROL_TOKEN = "gatehouse.control.token";
     public static final int DEFAULT_CONTROL_PORT = 1991;
+    /** Milliseconds after the framework started that core waits for the gclasses the config names. */
+    public static final String PROP_STARTUP_GRACE = "gatehouse.startup.grace.ms";
+    public static final long DEFAULT_STARTUP_GRACE_MS = 5000;
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
@@ -61,6 +64,10 @@ public class GatehouseCore {
     private volatile YunoRuntime runtime;
     private ControlServer control;
     private volatile String failure;
+    private ObjectNode configTree;
+    private java.util.Set<String> needed = java.util.Set.of();
+    private long graceMs;
+    private volatile Thread graceTimer;
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY)
@@ -74,6 +81,8 @@ public class GatehouseCore {
         if (rt != null && !rt.isClosed()) {
             List<String> rebuilt = rt.gclassArrived(spec);
             if (!rebuilt.isEmpty()) LOG.info("gclass {} arrived: services rebuilt {}", spec.name(), rebuilt);
+        } else {
+            tryStartYuno();
         }
     }
 
@@ -93,15 +102,84 @@ public class GatehouseCore {
     @Activate
     void activate(BundleContext ctx) {
         this.context = ctx;
-        Bundle system = ctx.getBundle(0);
-        if (system.getState() == Bundle.ACTIVE) {
-            startYuno();
-        } else {
-            startListener = event -> {
-                if (event.getType() == FrameworkEvent.STARTED) startYuno();
-            };
-            ctx.addFrameworkListener(startListener);
+        String config = ctx.getProperty(PROP_CONFIG);
+        String grace = ctx.getProperty(PROP_STARTUP_GRACE);
+        graceMs = grace == null || grace.isEmpty() ? DEFAULT_STARTUP_GRACE_MS : Long.parseLong(grace.trim());
+        try {
+            if (config != null && !config.isEmpty()) {
+                Path file = Paths.get(config);
+                if (!Files.isRegularFile(file)) throw new ConfigException("", "config file not found: " + file.toAbsolutePath());
+                configTree = YunoRuntime.parseConfig(Files.readString(file));
+                needed = YunoRuntime.gclassesNamedIn(configTree);
+            }
+        } catch (ConfigException e) {
+            fatal("Bad config: " + e.getMessage());
+            return;
+        } catch (java.io.IOException e) {
+            fatal("Cannot read the config: " + e.getMessage());
+            return;
         }
+        // Gclass bundles may start after core (and, in test containers, after the framework's STARTED event):
+        // the yuno is built as soon as every gclass it names is registered, and a gclass still missing a grace
+        // period after the framework started is a config error.
+        startListener = event -> {
+            if (event.getType() == FrameworkEvent.STARTED || event.getType() == FrameworkEvent.STARTLEVEL_CHANGED) {
+                frameworkStarted();
+            }
+        };
+        ctx.addFrameworkListener(startListener);
+        if (ctx.getBundle(0).getState() == Bundle.ACTIVE) frameworkStarted();
+        tryStartYuno();
+    }
+
+    private void frameworkStarted() {
+        synchronized (this) {
+            if (graceTimer != null || runtime != null || failure != null) {
+                tryStartYuno();
+                return;
+            }
+            graceTimer = new Thread(() -> {
+                try {
+                    Thread.sleep(graceMs);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                giveUpWaiting();
+            }, "gatehouse-startup-grace");
+            graceTimer.setDaemon(true);
+            graceTimer.start();
+        }
+        tryStartYuno();
+    }
+
+    private synchronized void giveUpWaiting() {
+        if (runtime != null || failure != null || context == null) return;
+        List<String> missing = new ArrayList<>(needed);
+        missing.removeAll(specs.keySet());
+        if (missing.isEmpty()) {
+            tryStartYuno();
+            return;
+        }
+        fatal("Bad config: gclass " + missing + " NOT FOUND: no bundle registered it within " + graceMs
+                + " ms of the framework start (" + configPaths(missing) + ")");
+    }
+
+    /** Where the config names the missing gclasses: service/child paths, for the error. */
+    private String configPaths(List<String> missing) {
+        List<String> where = new ArrayList<>();
+        for (var s : configTree.path("services")) {
+            java.util.Set<String> names = new java.util.TreeSet<>();
+            YunoRuntime.gclassesNamedIn(wrap(s)).forEach(names::add);
+            names.retainAll(missing);
+            if (!names.isEmpty()) where.add("service " + s.path("name").asText() + " uses " + names);
+        }
+        return String.join("; ", where);
+    }
+
+    private static ObjectNode wrap(com.fasterxml.jackson.databind.JsonNode service) {
+        ObjectNode o = io.gatehouse.api.Kw.create();
+        o.putArray("services").add(service);
+        return o;
     }
 
     @Deactivate
@@ -113,39 +191,43 @@ public class GatehouseCore {
                 // the framework is already stopping
             }
         }
+        Thread t = graceTimer;
+        if (t != null) t.interrupt();
         YunoRuntime rt = runtime;
         runtime = null;
         if (control != null) control.close();
         if (rt != null) rt.close();
+        context = null;
     }
 
-    private synchronized void startYuno() {
-        if (runtime != null || failure != null) return;
-        String config = context.getProperty(PROP_CONFIG);
+    private synchronized void tryStartYuno() {
+        if (runtime != null || failure != null || context == null) return;
+        if (!specs.keySet().containsAll(needed)) return;
         String data = context.getProperty(PROP_DATA);
         String name = context.getProperty(PROP_YUNO_NAME);
         Path dataDir = Paths.get(data == null || data.isEmpty() ? "data" : data).toAbsolutePath();
         try {
             Files.createDirectories(dataDir);
             YunoRuntime.Builder b = YunoRuntime.builder()
-                    .name(name == null || name.isEmpty() ? "gatehouse" : name)
+                    .name(name == null || name.isEmpty() ? yunoName() : name)
                     .dataDir(dataDir)
                     .gclasses(new ArrayList<>(specs.values()));
-            if (config != null && !config.isEmpty()) {
-                Path file = Paths.get(config);
-                if (!Files.isRegularFile(file)) throw new ConfigException("", "config file not found: " + file.toAbsolutePath());
-                b.config(file);
-            }
+            if (configTree != null) b.config(configTree.deepCopy());
             YunoRuntime rt = b.build();
             rt.start();
             runtime = rt;
-            LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), config, dataDir);
+            LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), context.getProperty(PROP_CONFIG), dataDir);
             startControl(rt);
         } catch (ConfigException e) {
             fatal("Bad config: " + e.getMessage());
         } catch (Exception e) {
             fatal("Cannot start the yuno: " + e);
         }
+    }
+
+    private String yunoName() {
+        String n = configTree == null ? "" : configTree.path("yuno").path("yuno_name").asText("");
+        return n.isEmpty() ? "gatehouse" : n;
     }
 
     /** The control endpoint ({@code ./gatehouse cmd}); port 0 or negative disables it. */
@@ -166,6 +248,7 @@ public class GatehouseCore {
     }
 
     private void fatal(String message) {
+        if (failure != null) return;
         failure = message;
         Glog.error(null, message);
         System.setProperty(PROP_EXIT_CODE, "2");

@@ -1,0 +1,84 @@
+package io.gatehouse.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.ops4j.pax.exam.CoreOptions.frameworkProperty;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import java.io.FileInputStream;
+import java.io.InputStream;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerClass;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleEvent;
+import org.osgi.framework.BundleListener;
+
+/**
+ * Hot swap of one gclass bundle: {@code Bundle.update} of the sink bundle from its freshly built jar destroys
+ * the C_SINK gobj and core builds it again from its config node, while api and core are neither refreshed
+ * nor restarted and the other service stays as it was.
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerClass.class)
+public class HotSwapIT extends ITSupport {
+    // The class is loaded twice (by the driver for the configuration, in the framework for the test), and the
+    // native container shares the JVM: the port goes from one to the other as a system property.
+    private static final String PORT_PROPERTY = "gatehouse.itests.hotswap.control.port";
+
+    @Configuration
+    public Option[] config() {
+        int port = freePort();
+        System.setProperty(PORT_PROPERTY, String.valueOf(port));
+        return options(base(), gatehouseBundles("api", "core", "relay", "sink"), yunoConfig("hotswap.json"),
+            frameworkProperty("gatehouse.control.port").value(String.valueOf(port)));
+    }
+
+    private String cmd(String line) {
+        int port = Integer.getInteger(PORT_PROPERTY);
+        String[] answer = new String[1];
+        await("an answer to '" + line + "'", 10_000, () -> (answer[0] = ControlLink.tryCommand(port, line)) != null);
+        return answer[0];
+    }
+
+    @Test
+    public void shouldRecreateTheGobjsOfAnUpdatedGclassBundleWithoutRefreshingApi() throws Exception {
+        await("the sink service", 10_000, () -> cmd("read-attrs service=sink").contains("\"result\":0"));
+        assertTrue(cmd("write-attr service=sink attr=echo value=true").contains("\"result\":0"));
+        assertTrue(cmd("read-attrs service=sink").contains("\"echo\":true"));
+
+        Bundle api = installedBundle(GROUP + ".api");
+        Bundle core = installedBundle(GROUP + ".core");
+        Bundle sink = installedBundle(GROUP + ".sink");
+        long apiModified = api.getLastModified();
+        long coreModified = core.getLastModified();
+        List<String> events = new CopyOnWriteArrayList<>();
+        BundleListener listener = e -> {
+            if (e.getBundle() == api || e.getBundle() == core) events.add(e.getBundle().getSymbolicName() + " " + e.getType());
+        };
+        ctx.addBundleListener(listener);
+        try (InputStream jar = new FileInputStream(bundleFile("sink"))) {
+            sink.update(jar);
+        }
+        await("the sink bundle active again", 10_000, () -> sink.getState() == Bundle.ACTIVE);
+        // Built again from its config node: the value written at run time is gone, the config's default is back.
+        await("the sink service rebuilt", 10_000, () -> cmd("read-attrs service=sink").contains("\"echo\":false"));
+        ctx.removeBundleListener(listener);
+
+        assertEquals("api not updated", apiModified, api.getLastModified());
+        assertEquals("core not updated", coreModified, core.getLastModified());
+        assertEquals("api ACTIVE", Bundle.ACTIVE, api.getState());
+        assertEquals("core ACTIVE", Bundle.ACTIVE, core.getState());
+        assertTrue("api and core saw no bundle event (no refresh, no restart): " + events,
+            events.stream().noneMatch(e -> e.endsWith(" " + BundleEvent.STOPPED) || e.endsWith(" " + BundleEvent.UNRESOLVED)));
+        assertTrue(cmd("list-services").contains("\"service\":\"relay\""));
+        assertTrue(cmd("view-gobj-tree service=sink").contains("\"running\":true"));
+    }
+}
