@@ -10,6 +10,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * <p>Hooks map to Yuneta's framework methods: {@code onCreate} = mt_create, {@code onChildAdded} =
  * mt_child_added, {@code onStart}/{@code onStop} = mt_start/mt_stop, {@code onPlay}/{@code onPause} =
  * mt_play/mt_pause, {@code onDestroy} = mt_destroy, {@code onWriting} = mt_writing, {@code onStats} = mt_stats.
+ *
+ * <p>While a config is being built, an {@link IllegalArgumentException} thrown by {@code onCreate} or
+ * {@code onChildAdded} is a config error: core reports it with the node's path and builds nothing.
  */
 public interface GObjBehavior {
     /** After the attributes are set, before children are created. */
