@@ -144,10 +144,12 @@ final class GObjImpl implements GObj {
 
     void addChild(GObjImpl child) {
         children.add(child);
+        childrenSnapshot = null;
     }
 
     void removeChild(GObjImpl child) {
         children.remove(child);
+        childrenSnapshot = null;
         if (bottom == child) bottom = null;
     }
 
@@ -167,7 +169,18 @@ final class GObjImpl implements GObj {
     @Override public String gclassName() { return spec.name(); }
     @Override public Yuno yuno() { return yuno; }
     @Override public GObj parent() { return parent; }
-    @Override public List<GObj> children() { return Collections.unmodifiableList(new ArrayList<>(children)); }
+    /** Children snapshot, rebuilt only when the children change: gates walk it once per message. */
+    private List<GObj> childrenSnapshot;
+
+    @Override
+    public List<GObj> children() {
+        List<GObj> s = childrenSnapshot;
+        if (s == null) {
+            s = Collections.unmodifiableList(new ArrayList<>(children));
+            childrenSnapshot = s;
+        }
+        return s;
+    }
 
     /** Live view for internal walks that do not modify the tree. */
     List<GObj> childrenView() { return children; }
@@ -572,8 +585,9 @@ final class GObjImpl implements GObj {
         if (kw == null) kw = F.objectNode();
         CommandSpec<GObjBehavior> c = spec.command(cmd);
         if (c == null) {
-            if (cmd.equals("help") || cmd.equals("h") || cmd.equals("?")) return help();
+            // A gclass without a command table (C_CHANNEL) proxies every command, help included, to its bottom.
             if (spec.commands().isEmpty() && bottom != null) return bottom.command(cmd, kw, src);
+            if (cmd.equals("help") || cmd.equals("h") || cmd.equals("?")) return help();
             return Envelope.error("command '" + cmd + "' not available in " + shortName());
         }
         ObjectNode params = F.objectNode();
