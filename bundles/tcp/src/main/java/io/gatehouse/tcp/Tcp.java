@@ -186,6 +186,17 @@ public final class Tcp implements GObjBehavior {
     private long unflushedBytes;
     private long dropped;
     private final Runnable flushTask = this::flushNow;
+    // config read on the hot path, cached (refreshed on start and on writing)
+    private long inThrMsgs;
+    private long inThrBytes;
+    private long outThrMsgs;
+    private long outThrBytes;
+    private boolean inactivity;
+    // counters accumulated per batch and added to the attributes at the end of it
+    private long dTxMsgs;
+    private long dTxBytes;
+    private long dRxMsgs;
+    private long dRxBytes;
     // input threshold
     private long pendingMsgs;
     private long pendingBytes;
@@ -200,7 +211,13 @@ public final class Tcp implements GObjBehavior {
     // --- Lifecycle ---
 
     @Override
+    public void onCreate() {
+        refreshConfig();
+    }
+
+    @Override
     public int onStart() {
+        refreshConfig();
         if (!gobj.inState(St.ST_STOPPED) && !gobj.inState(St.ST_DISCONNECTED)) {
             Glog.error(gobj, "Initial wrong tcp state", "state", gobj.state());
             return -1;
@@ -261,7 +278,14 @@ public final class Tcp implements GObjBehavior {
     }
 
     @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        syncCounters();
+        return null;
+    }
+
+    @Override
     public void onWriting(String attr) {
+        refreshConfig();
         if (ch != null && (attr.equals(INPUT_THRESHOLD_MSGS.name()) || attr.equals(INPUT_THRESHOLD_BYTES.name()))) {
             updateAutoRead();
         }
@@ -325,12 +349,12 @@ public final class Tcp implements GObjBehavior {
             return;
         }
         int n = buf.readableBytes();
-        add(RX_MSGS, 1);
-        add(RX_BYTES, n);
-        if (inactivityModel()) lastActivityNs = System.nanoTime();
+        dRxMsgs++;
+        dRxBytes += n;
+        if (inactivity) lastActivityNs = System.nanoTime();
         ObjectNode kw = Kw.withGbuffer(buf);
-        long tm = gobj.readLong(INPUT_THRESHOLD_MSGS);
-        long tb = gobj.readLong(INPUT_THRESHOLD_BYTES);
+        long tm = inThrMsgs;
+        long tb = inThrBytes;
         if (tm > 0 || tb > 0) {
             pendingMsgs++;
             pendingBytes += n;
@@ -344,7 +368,9 @@ public final class Tcp implements GObjBehavior {
     }
 
     void onReadComplete(Channel c) {
-        if (c == ch && unflushedMsgs > 0) flushNow();
+        if (c != ch) return;
+        if (unflushedMsgs > 0) flushNow();
+        syncCounters();
     }
 
     void onWritabilityChanged(Channel c) {
@@ -370,7 +396,31 @@ public final class Tcp implements GObjBehavior {
     // --- Local methods ---
 
     private boolean inactivityModel() {
-        return listener == null && gobj.readLong(TIMEOUT_INACTIVITY) > 0;
+        return inactivity && listener == null;
+    }
+
+    private void refreshConfig() {
+        inThrMsgs = gobj.readLong(INPUT_THRESHOLD_MSGS);
+        inThrBytes = gobj.readLong(INPUT_THRESHOLD_BYTES);
+        outThrMsgs = gobj.readLong(OUTPUT_THRESHOLD_MSGS);
+        outThrBytes = gobj.readLong(OUTPUT_THRESHOLD_BYTES);
+        inactivity = gobj.readLong(TIMEOUT_INACTIVITY) > 0;
+    }
+
+    /** Adds the batch's counts to the attributes (stats and view-attrs read the attributes). */
+    private void syncCounters() {
+        if (dTxMsgs != 0 || dTxBytes != 0) {
+            add(TX_MSGS, dTxMsgs);
+            add(TX_BYTES, dTxBytes);
+            dTxMsgs = 0;
+            dTxBytes = 0;
+        }
+        if (dRxMsgs != 0 || dRxBytes != 0) {
+            add(RX_MSGS, dRxMsgs);
+            add(RX_BYTES, dRxBytes);
+            dRxMsgs = 0;
+            dRxBytes = 0;
+        }
     }
 
     private void clearTimer() {
@@ -554,6 +604,7 @@ public final class Tcp implements GObjBehavior {
         unflushedMsgs = 0;
         unflushedBytes = 0;
         String peer = gobj.read(PEERNAME);
+        syncCounters();
         gobj.resetVolatiles();
         if (gobj.isTraced("connections")) {
             Glog.info(gobj, "Disconnected", "msg2", listener == null ? "Disconnected To" : "Disconnected From",
@@ -617,23 +668,24 @@ public final class Tcp implements GObjBehavior {
     private void write(ByteBuf buf) {
         int n = buf.readableBytes();
         ch.write(buf, ch.voidPromise());
-        add(TX_MSGS, 1);
-        add(TX_BYTES, n);
+        dTxMsgs++;
+        dTxBytes += n;
         unflushedMsgs++;
         unflushedBytes += n;
-        long om = gobj.readLong(OUTPUT_THRESHOLD_MSGS);
-        long ob = gobj.readLong(OUTPUT_THRESHOLD_BYTES);
+        long om = outThrMsgs;
+        long ob = outThrBytes;
         if ((om > 0 && unflushedMsgs >= om) || (ob > 0 && unflushedBytes >= ob)) {
             flushNow();
         } else if (!flushScheduled) {
             flushScheduled = true;
             loop.execute(flushTask);
         }
-        if (inactivityModel()) lastActivityNs = System.nanoTime();
+        if (inactivity) lastActivityNs = System.nanoTime();
     }
 
     private void flushNow() {
         flushScheduled = false;
+        syncCounters();
         if (unflushedMsgs == 0) return;
         unflushedMsgs = 0;
         unflushedBytes = 0;
@@ -815,7 +867,7 @@ public final class Tcp implements GObjBehavior {
         }
         Kw.release(kw);
         pausedByUpper = false;
-        if (thresholdBlocked && !crossed(gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
+        if (thresholdBlocked && !crossed(inThrMsgs, inThrBytes)) {
             thresholdBlocked = false;
         }
         updateAutoRead();
