@@ -107,6 +107,16 @@ public class FileOps {
         return ch.write(src, position);
     }
 
+    /** Called before a frame of {@code len} bytes is stored at {@code position} of segment {@code p}. */
+    public void reserve(Path p, long position, int len) throws IOException {
+        // the default store has nothing to check: roll() made sure the segment's space is there
+    }
+
+    /** Bytes usable on the file system holding {@code p}. */
+    public long usableSpace(Path p) throws IOException {
+        return Files.getFileStore(p).getUsableSpace();
+    }
+
     public int read(Path p, FileChannel ch, ByteBuffer dst, long position) throws IOException {
         return ch.read(dst, position);
     }

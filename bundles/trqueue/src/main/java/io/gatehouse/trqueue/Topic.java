@@ -407,9 +407,15 @@ final class Topic {
         f.limit(frameLen).position(Segment.OFF_SYSFLAG);
         crc.update(f);
         f.putInt(Segment.OFF_CRC, (int) crc.getValue());
-        f.limit(padded).position(0);
         long pos = s.end;
-        while (f.hasRemaining()) ops.write(s.path, s.ch, f, pos + f.position());
+        ops.reserve(s.path, pos, padded);
+        f.limit(padded);
+        try {
+            s.map.put((int) pos, f, 0, padded);
+        } catch (InternalError e) {
+            // a page of the mapping could not be backed by the device (no space): nothing was promised yet
+            throw new IOException("Cannot store the record in its segment", e);
+        }
         s.add((int) pos);
         s.end = pos + padded;
         if ((flag & TrQueueImpl.PENDING) != 0) pendingOnDisk++;
@@ -419,6 +425,11 @@ final class Topic {
 
     private Segment roll(long base) throws IOException {
         if (!ops.isDirectory(rowidDir)) ops.createDirectories(rowidDir);
+        // frames are stored through the mapping: the space for the whole segment must be there before it starts
+        long free = ops.usableSpace(keysDir);
+        if (free < 2L * segmentSize) {
+            throw new IOException("No space left on device for a new segment: " + free + " bytes usable");
+        }
         Segment s = new Segment(rowidDir.resolve(Segment.fileName(base)), base);
         s.ch = ops.open(s.path, EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE));

@@ -20,7 +20,6 @@ import java.time.LocalDateTime;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.Arrays;
-import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -48,8 +47,7 @@ final class TrQueueImpl implements TrQueue {
 
     private volatile Topic topic;
     private long generation;
-    private final BitSet list = new BitSet();
-    private int listSize;
+    private final RowSet list = new RowSet();
     private final HashMap<Long, Long> softMarks = new HashMap<>();
     private final JsonBytes json = new JsonBytes();
 
@@ -171,7 +169,6 @@ final class TrQueueImpl implements TrQueue {
             if (tp.generation != generation) {
                 // another incarnation: rowids of the old list mean other messages now
                 list.clear();
-                listSize = 0;
                 softMarks.clear();
                 generation = tp.generation;
             }
@@ -286,19 +283,11 @@ final class TrQueueImpl implements TrQueue {
     @Override public boolean loadFailed() { return loadFailed; }
 
     private void addToList(long rowid) {
-        int i = (int) (rowid - 1);
-        if (!list.get(i)) {
-            list.set(i);
-            listSize++;
-        }
+        list.add(rowid);
     }
 
     private boolean removeFromList(long rowid) {
-        int i = (int) (rowid - 1);
-        if (!list.get(i)) return false;
-        list.clear(i);
-        listSize--;
-        return true;
+        return list.remove(rowid);
     }
 
     // ================================================================== append
@@ -453,22 +442,22 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public QueueMessage getByRowid(long rowid) {
-        if (rowid < 1 || rowid > Integer.MAX_VALUE || !list.get((int) (rowid - 1))) return null;
+        if (rowid < 1 || !list.get(rowid)) return null;
         return handle(rowid);
     }
 
     @Override
     public QueueMessage first() {
-        int i = list.nextSetBit(0);
-        return i < 0 ? null : handle(i + 1L);
+        long r = list.next(1);
+        return r < 0 ? null : handle(r);
     }
 
     @Override
     public QueueMessage next(QueueMessage msg) {
         QueueMessageImpl m = own(msg);
         if (m == null || m.generation != generation) return null;
-        int i = list.nextSetBit((int) m.rowid);
-        return i < 0 ? null : handle(i + 1L);
+        long r = list.next(m.rowid + 1);
+        return r < 0 ? null : handle(r);
     }
 
     @Override
@@ -553,7 +542,7 @@ final class TrQueueImpl implements TrQueue {
         return m;
     }
 
-    @Override public int size() { return listSize; }
+    @Override public int size() { return list.size(); }
 
     @Override
     public long topicSize() {
@@ -591,7 +580,7 @@ final class TrQueueImpl implements TrQueue {
             }
             return -1;
         }
-        if (listSize > 0 || !softMarks.isEmpty() || tp.pendingOnDisk > 0) return -1;
+        if (list.size() > 0 || !softMarks.isEmpty() || tp.pendingOnDisk > 0) return -1;
         synchronized (flushLock) {
             return backup(tp, sz);
         }
@@ -655,7 +644,6 @@ final class TrQueueImpl implements TrQueue {
         topic = fresh;
         generation = fresh.generation;
         list.clear();
-        listSize = 0;
         softMarks.clear();
         acksForced = acks;
         durable = new Durable(generation, 0);

@@ -43,6 +43,11 @@ final class FaultyOps extends FileOps {
     }
 
     @Override
+    public void reserve(Path p, long pos, int len) throws IOException {
+        check("write", p);
+    }
+
+    @Override
     public int write(Path p, FileChannel ch, ByteBuffer src, long pos) throws IOException {
         check("write", p);
         return super.write(p, ch, src, pos);

@@ -1,0 +1,95 @@
+package io.gatehouse.trqueue;
+
+import java.util.Arrays;
+
+/**
+ * The set of listed rowids: a bit per row over a window that slides as the oldest rows leave, so memory follows the
+ * span between the oldest listed row and the newest one, not the size of the topic. Unlike java.util.BitSet,
+ * clearing the highest bit does not rescan the whole array: every operation is O(1) amortised.
+ */
+final class RowSet {
+    private long[] words = new long[64];
+    /** Absolute word index of words[0]. */
+    private long base;
+    /** Lowest absolute word that may hold a bit. */
+    private long low;
+    private int size;
+
+    int size() {
+        return size;
+    }
+
+    boolean get(long i) {
+        long w = (i >>> 6) - base;
+        return w >= 0 && w < words.length && (words[(int) w] & (1L << i)) != 0;
+    }
+
+    /** Adds i; answers false when it was there. */
+    boolean add(long i) {
+        long aw = i >>> 6;
+        if (size == 0) {
+            // every bit is already clear: the window just moves
+            base = aw;
+            low = aw;
+        } else if (aw < base) {
+            long shift = base - aw;
+            long need = words.length + shift;
+            long[] n = new long[(int) Math.max(need, words.length * 2L)];
+            System.arraycopy(words, 0, n, (int) shift, words.length);
+            words = n;
+            base = aw;
+        }
+        long w = aw - base;
+        if (w >= words.length) {
+            if (low - base > words.length / 2) compact();
+            w = aw - base;
+            if (w >= words.length) words = Arrays.copyOf(words, (int) Math.max(w + 1, words.length * 2L));
+        }
+        long bit = 1L << i;
+        if ((words[(int) w] & bit) != 0) return false;
+        words[(int) w] |= bit;
+        if (aw < low) low = aw;
+        size++;
+        return true;
+    }
+
+    /** Removes i; answers false when it was not there. */
+    boolean remove(long i) {
+        long w = (i >>> 6) - base;
+        if (w < 0 || w >= words.length) return false;
+        long bit = 1L << i;
+        if ((words[(int) w] & bit) == 0) return false;
+        words[(int) w] &= ~bit;
+        size--;
+        return true;
+    }
+
+    /** The lowest member >= from, or -1. */
+    long next(long from) {
+        if (size == 0) return -1;
+        long fw = from >>> 6;
+        long w = Math.max(fw, low) - base;
+        while (w < words.length) {
+            long abs = w + base;
+            long word = words[(int) w];
+            if (abs == fw) word &= -1L << from;
+            if (word != 0) return (abs << 6) + Long.numberOfTrailingZeros(word);
+            // an empty word at the low edge stays empty until an add lowers the edge again
+            if (abs == low && words[(int) w] == 0) low = abs + 1;
+            w++;
+        }
+        return -1;
+    }
+
+    void clear() {
+        Arrays.fill(words, 0);
+        size = 0;
+    }
+
+    private void compact() {
+        int drop = (int) (low - base);
+        System.arraycopy(words, drop, words, 0, words.length - drop);
+        Arrays.fill(words, words.length - drop, words.length, 0);
+        base += drop;
+    }
+}

@@ -1,0 +1,43 @@
+package io.gatehouse.trqueue;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Random;
+import java.util.TreeSet;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class RowSetTest {
+    @Test
+    void behavesLikeASortedSet() {
+        Random rnd = new Random(7);
+        RowSet s = new RowSet();
+        TreeSet<Long> ref = new TreeSet<>();
+        long head = 1;
+        for (int step = 0; step < 200_000; step++) {
+            int op = rnd.nextInt(10);
+            if (op < 5) {
+                long r = head++;
+                assertEquals(ref.add(r), s.add(r));
+            } else if (op < 8 && !ref.isEmpty()) {
+                Long r = rnd.nextBoolean() ? ref.first() : ref.ceiling(1 + (long) rnd.nextInt((int) head));
+                if (r == null) continue;
+                assertEquals(ref.remove(r), s.remove(r));
+            } else if (op == 8) {
+                long r = 1 + rnd.nextInt((int) head);
+                assertEquals(ref.add(r), s.add(r), "re-add " + r);
+            } else {
+                long from = 1 + rnd.nextInt((int) head + 64);
+                Long e = ref.ceiling(from);
+                assertEquals(e == null ? -1 : e, s.next(from), "next " + from);
+            }
+            assertEquals(ref.size(), s.size());
+        }
+        long x = 1;
+        for (Long r : ref) {
+            assertEquals(r, s.next(x));
+            x = r + 1;
+        }
+        assertEquals(-1, s.next(x));
+    }
+}
