@@ -1,0 +1,91 @@
+package io.gatehouse.systests;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.queue.TrQueueFactory;
+import io.gatehouse.channel.ChannelGClass;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.iogate.IoGateGClass;
+import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.qiogate.QIoGateGClass;
+import io.gatehouse.relay.RelayGClass;
+import io.gatehouse.sink.SinkGClass;
+import io.gatehouse.tcp.TcpGClass;
+import io.gatehouse.tcp.TcpSGClass;
+import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.launcher.Sender;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** What the system tests share: every gclass, the demo config with chosen ports, free ports, the sender. */
+final class Gateways {
+    private Gateways() {}
+
+    static List<GClassSpec<?>> allGclasses(TrQueueFactory queues) {
+        return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
+                new ChannelGClass().spec(), new IoGateGClass().spec(), QIoGateGClass.spec(queues),
+                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
+    }
+
+    /** The runtime's default config (the demo gateway) with its config variables replaced. */
+    static ObjectNode demoConfig(Map<String, String> vars) {
+        try {
+            ObjectNode cfg = YunoRuntime.parseConfig(Files.readString(Path.of(System.getProperty(
+                    "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
+            ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
+            vars.forEach(v::put);
+            return cfg;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static int[] freePorts(int n) {
+        List<ServerSocket> open = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) open.add(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
+            return open.stream().mapToInt(ServerSocket::getLocalPort).toArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            for (ServerSocket s : open) {
+                try {
+                    s.close();
+                } catch (IOException ignored) {
+                    // nothing to release
+                }
+            }
+        }
+    }
+
+    /** Result of a {@code gatehouse send} run. */
+    static final class Sent {
+        final int exit;
+        final String output;
+
+        Sent(int exit, String output) {
+            this.exit = exit;
+            this.output = output;
+        }
+    }
+
+    /** Runs {@code gatehouse send} in this JVM. */
+    static Sent send(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int exit = Sender.run(List.of(args), new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Sent(exit, out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
+    }
+}
