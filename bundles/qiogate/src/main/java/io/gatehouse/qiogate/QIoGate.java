@@ -71,7 +71,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> TIMEOUT_BACKUP = Attr.integer("timeout_backup", 1, AttrFlag.RD,
             "Minimum interval between backup checks, seconds");
     static final Attr<String> TRANGER_PATH = Attr.string("tranger_path", "", AttrFlag.RD,
-            "Directory of the queue databases; empty = <data dir>/queues");
+            "Directory of the queue databases; empty = <data dir>/queues, relative = under the data dir");
     static final Attr<String> TRANGER_DATABASE = Attr.string("tranger_database", "", AttrFlag.RD,
             "Database directory under tranger_path; empty = this gobj's name");
     static final Attr<String> TOPIC_NAME = Attr.string("topic_name", "", AttrFlag.RD | AttrFlag.REQUIRED,
@@ -332,7 +332,9 @@ public final class QIoGate implements GObjBehavior {
     Path queuesPath() {
         String p = gobj.read(TRANGER_PATH);
         if (p == null || p.isEmpty()) return gobj.yuno().dataDir().resolve("queues");
-        return Paths.get(p);
+        Path path = Paths.get(p);
+        // a relative path lives under the data directory, like everything persistent
+        return path.isAbsolute() ? path : gobj.yuno().dataDir().resolve(path);
     }
 
     String database() {
