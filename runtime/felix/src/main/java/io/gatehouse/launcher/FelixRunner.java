@@ -138,6 +138,12 @@ final class FelixRunner {
         if (opts.controlPort() != null) {
             props.put(PROP_CONTROL_PORT, Integer.toString(opts.controlPort()));
         }
+        if (opts.console()) {
+            // Gogo reads commands from stdin (e.g. lb, scr:list, gate:*); end of input stops the framework.
+            props.remove("gosh.args");
+        } else {
+            props.put("gosh.args", "--nointeractive");
+        }
         installSignalHandlers();
         Runtime.getRuntime().addShutdownHook(new Thread(this::stopOnShutdown, "gatehouse-shutdown"));
 

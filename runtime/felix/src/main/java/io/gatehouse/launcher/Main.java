@@ -17,7 +17,7 @@ public final class Main {
     static final int EXIT_USAGE = 64;
 
     static final String USAGE = String.join("\n",
-        "usage: gatehouse run [CONFIG.json] [--data DIR] [--control PORT]",
+        "usage: gatehouse run [CONFIG.json] [--data DIR] [--control PORT] [--console]",
         "       gatehouse cmd [--host H] [--port P] 'COMMAND key=value ...'",
         "       gatehouse send [--host H] [--port P] ...",
         "",
@@ -25,6 +25,7 @@ public final class Main {
         "           of the distribution); logs go to stdout; SIGTERM or Ctrl-C stops it cleanly (exit 0)",
         "  --data DIR      directory for everything persistent (default: ./data)",
         "  --control PORT  control port of the yuno (bound to 127.0.0.1)",
+        "  --console       also open a Gogo shell on stdin (lb, scr:list, ...); end of input stops the runtime",
         "  cmd      send a command to a running yuno and print the JSON answer",
         "  send     send messages to a running gateway");
 

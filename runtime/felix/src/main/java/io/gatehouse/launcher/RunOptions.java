@@ -4,16 +4,17 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The arguments of {@code run}: an optional config file, {@code --data DIR} and {@code --control PORT}
- * (also accepted as {@code --data=DIR} and {@code --control=PORT}). Paths are kept as given; {@link FelixRunner}
- * makes them absolute against the working directory.
+ * The arguments of {@code run}: an optional config file, {@code --data DIR}, {@code --control PORT} (also accepted
+ * as {@code --data=DIR} and {@code --control=PORT}) and {@code --console} (a Gogo shell on stdin). Paths are kept
+ * as given; {@link FelixRunner} makes them absolute against the working directory.
  */
-record RunOptions(Path config, Path data, Integer controlPort) {
+record RunOptions(Path config, Path data, Integer controlPort, boolean console) {
 
     static RunOptions parse(List<String> args) {
         Path config = null;
         Path data = null;
         Integer port = null;
+        boolean console = false;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             String name = a;
@@ -39,6 +40,9 @@ record RunOptions(Path config, Path data, Integer controlPort) {
                     }
                     port = parsePort(value);
                     break;
+                case "--console":
+                    console = true;
+                    break;
                 default:
                     if (a.startsWith("-")) {
                         throw new IllegalArgumentException("unknown option " + a);
@@ -49,7 +53,7 @@ record RunOptions(Path config, Path data, Integer controlPort) {
                     config = Path.of(a);
             }
         }
-        return new RunOptions(config, data, port);
+        return new RunOptions(config, data, port, console);
     }
 
     private static String next(List<String> args, int i, String option) {

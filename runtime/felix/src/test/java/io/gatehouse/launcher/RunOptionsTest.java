@@ -20,14 +20,16 @@ class RunOptionsTest {
         assertNull(o.config());
         assertNull(o.data());
         assertNull(o.controlPort());
+        assertEquals(false, o.console());
     }
 
     @Test
     void shouldParseConfigDataAndControlInAnyOrder() {
-        RunOptions o = RunOptions.parse(List.of("--data", "/tmp/d", "gw.json", "--control=1991"));
+        RunOptions o = RunOptions.parse(List.of("--data", "/tmp/d", "gw.json", "--control=1991", "--console"));
         assertEquals(Path.of("gw.json"), o.config());
         assertEquals(Path.of("/tmp/d"), o.data());
         assertEquals(1991, o.controlPort());
+        assertEquals(true, o.console());
     }
 
     @Test
