@@ -259,7 +259,9 @@ final class GObjImpl implements GObj {
     private void startTreeChild() {
         // A manual-start or disabled gobj is not started, and neither is its subtree (Yuneta's start_tree).
         if (spec.manualStart() || disabled || destroyed) return;
-        if (!running) start();
+        // A gobj that refuses to start keeps its subtree stopped: a queue that cannot open its store
+        // must not let its link connect.
+        if (!running && start() < 0) return;
         for (GObj c : children()) {
             if (!c.isDestroyed()) ((GObjImpl) c).startTreeChild();
         }

@@ -70,6 +70,7 @@ final class YunoImpl implements Yuno {
     private final Map<String, String> globalVars = new HashMap<>();
     private final GObjImpl root;
     private final YunoCommands commands;
+    private final RegistryImpl registry;
     private boolean running;
     private boolean autoplay;
 
@@ -104,6 +105,8 @@ final class YunoImpl implements Yuno {
         this.root = new GObjImpl(this, YunoGClass.SPEC, name, null, false, false, false, null);
         this.root.createBehavior();
         this.commands = new YunoCommands(this);
+        this.registry = new RegistryImpl(this);
+        extensions.put(io.gatehouse.api.Registry.class, registry);
         globalVars.put("__yuno_name__", name);
         globalVars.put("__yuno_role__", this.role);
         globalVars.put("__yuno_role_plus_name__", this.role + "^" + name);
@@ -178,6 +181,8 @@ final class YunoImpl implements Yuno {
 
     boolean isRunning() { return running; }
 
+    RegistryImpl registry() { return registry; }
+
     List<ServiceNode> serviceNodes() { return serviceNodes; }
 
     // --- Registry ---
@@ -213,6 +218,7 @@ final class YunoImpl implements Yuno {
         JsonNode yunoSection = config.get("yuno");
         if (yunoSection != null && !yunoSection.isObject()) throw new ConfigException("yuno", "'yuno' must be a dict");
         autoplay = yunoSection != null && Kw.getBool(yunoSection, "autoplay", false);
+        registry.configure(yunoSection);
         JsonNode traceLevels = yunoSection == null ? null : yunoSection.get("trace_levels");
         JsonNode global = config.get("global");
         if (global != null && !global.isObject()) throw new ConfigException("global", "'global' must be a dict");
