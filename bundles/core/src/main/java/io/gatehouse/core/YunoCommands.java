@@ -42,6 +42,8 @@ final class YunoCommands {
         add("write-attr", "Write an attribute: service=NAME [gobj=child`path] attr=NAME value=VALUE.", this::writeAttr);
         add("trace-on", "Set a trace level: service=NAME [gobj=child`path] level=LEVEL.", kw -> trace(kw, true));
         add("trace-off", "Clear a trace level: service=NAME [gobj=child`path] level=LEVEL.", kw -> trace(kw, false));
+        add("view-registry", "The registry: hub name, aliases, links to other hubs, learnt routes, counters.",
+                kw -> Envelope.ok(yuno.registry().view()));
     }
 
     private void add(String name, String description, Cmd cmd) {
