@@ -12,13 +12,13 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.InputGates;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -66,8 +66,7 @@ public final class Relay implements GObjBehavior {
             .build();
 
     private final GObj gobj;
-    private final List<String> inputs = new ArrayList<>();
-    private final List<GObj> subscribed = new ArrayList<>();
+    private InputGates inputs;
     private String output;
     private Cancellable checker = Cancellable.NONE;
 
@@ -77,23 +76,15 @@ public final class Relay implements GObjBehavior {
 
     @Override
     public void onCreate() {
-        JsonNode in = gobj.read(INPUT);
-        if (in != null && in.isTextual()) {
-            inputs.add(in.asText());
-        } else if (in != null && in.isArray()) {
-            for (JsonNode n : in) {
-                if (!n.isTextual()) throw new IllegalArgumentException("'input' must list service names");
-                inputs.add(n.asText());
-            }
-        } else {
-            throw new IllegalArgumentException("'input' must be a service name or a list of them");
-        }
+        List<String> names = InputGates.namesFrom(gobj.read(INPUT));
+        if (names.isEmpty()) throw new IllegalArgumentException("'input' must name at least one gate");
+        inputs = new InputGates(gobj, names);
         output = gobj.read(OUTPUT);
     }
 
     @Override
     public int onStart() {
-        subscribeInputs();
+        inputs.subscribe();
         checker = gobj.setPeriodic(gobj.readLong(CHECK_INTERVAL), Ev.EV_TIMEOUT_PERIODIC);
         return 0;
     }
@@ -101,27 +92,14 @@ public final class Relay implements GObjBehavior {
     @Override
     public int onStop() {
         checker.cancel();
-        for (GObj g : subscribed) {
-            if (!g.isDestroyed()) g.unsubscribe(null, gobj);
-        }
-        subscribed.clear();
+        inputs.unsubscribeAll();
         return 0;
-    }
-
-    private void subscribeInputs() {
-        subscribed.removeIf(GObj::isDestroyed);
-        for (String name : inputs) {
-            GObj g = gobj.yuno().service(name);
-            if (g == null || subscribed.contains(g)) continue;
-            g.subscribe(null, gobj);
-            subscribed.add(g);
-        }
     }
 
     // --- Actions ---
 
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
-        subscribeInputs();
+        inputs.subscribe();
         return 0;
     }
 
@@ -205,16 +183,7 @@ public final class Relay implements GObjBehavior {
 
     /** Sends the ack back on the connection the message came from (its {@code __temp__}). */
     private void ackUpstream(ObjectNode md, JsonNode temp, GObj inputGate) {
-        if (inputGate == null || inputGate.isDestroyed()) return;
-        ObjectNode answer = Kw.create();
-        ObjectNode m = md.deepCopy();
-        m.put("result", 0);
-        answer.set(Kw.MD_TRQ, m);
-        ByteBuf out = io.netty.buffer.PooledByteBufAllocator.DEFAULT.buffer(64);
-        Kw.writeJson(answer, out);
-        ObjectNode kw = Kw.withGbuffer(out);
-        if (temp != null) kw.set(Kw.TEMP, temp);
-        if (inputGate.send(Ev.EV_SEND_MESSAGE, kw, gobj) == 0) {
+        if (InputGates.reply(gobj, inputGate, InputGates.ack(md, 0), temp) == 0) {
             gobj.set(ACKS, gobj.read(ACKS) + 1);
         }
     }

@@ -14,6 +14,7 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.InputGates;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
@@ -21,7 +22,6 @@ import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashSet;
 import java.util.List;
@@ -77,8 +77,7 @@ public final class Sink implements GObjBehavior {
             .build();
 
     private final GObj gobj;
-    private final List<String> inputs = new ArrayList<>();
-    private final List<GObj> subscribed = new ArrayList<>();
+    private InputGates inputs;
     private BitSet numericIds = new BitSet();
     private Set<String> otherIds = new HashSet<>();
     private long maxNumeric = -1;
@@ -90,43 +89,25 @@ public final class Sink implements GObjBehavior {
 
     @Override
     public void onCreate() {
-        JsonNode in = gobj.read(INPUT);
-        if (in != null && in.isTextual() && !in.asText().isEmpty()) inputs.add(in.asText());
-        else if (in != null && in.isArray()) in.forEach(n -> inputs.add(n.asText()));
-        else if (in != null && !in.isNull() && !in.isTextual()) {
-            throw new IllegalArgumentException("'input' must be a service name or a list of them");
-        }
+        inputs = new InputGates(gobj, InputGates.namesFrom(gobj.read(INPUT)));
     }
 
     @Override
     public int onStart() {
-        subscribeInputs();
-        if (!inputs.isEmpty()) checker = gobj.setPeriodic(500, Ev.EV_TIMEOUT_PERIODIC);
+        inputs.subscribe();
+        if (!inputs.names().isEmpty()) checker = gobj.setPeriodic(500, Ev.EV_TIMEOUT_PERIODIC);
         return 0;
     }
 
     @Override
     public int onStop() {
         checker.cancel();
-        for (GObj g : subscribed) {
-            if (!g.isDestroyed()) g.unsubscribe(null, gobj);
-        }
-        subscribed.clear();
+        inputs.unsubscribeAll();
         return 0;
     }
 
-    private void subscribeInputs() {
-        subscribed.removeIf(GObj::isDestroyed);
-        for (String name : inputs) {
-            GObj g = gobj.yuno().service(name);
-            if (g == null || subscribed.contains(g)) continue;
-            g.subscribe(null, gobj);
-            subscribed.add(g);
-        }
-    }
-
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
-        subscribeInputs();
+        inputs.subscribe();
         return 0;
     }
 
@@ -190,17 +171,8 @@ public final class Sink implements GObjBehavior {
     }
 
     private void sendAck(ObjectNode md, JsonNode temp, GObj gate) {
-        if (gate == null) return;
-        ObjectNode answer = Kw.create();
-        ObjectNode m = md.deepCopy();
-        m.put("result", 0);
-        answer.set(Kw.MD_TRQ, m);
-        ByteBuf out = io.netty.buffer.PooledByteBufAllocator.DEFAULT.buffer(64);
-        Kw.writeJson(answer, out);
-        ObjectNode kw = Kw.withGbuffer(out);
-        if (temp != null) kw.set(Kw.TEMP, temp);
-        if (gate.send(Ev.EV_SEND_MESSAGE, kw, gobj) == 0) gobj.set(ACKS, gobj.read(ACKS) + 1);
-        else Glog.debug(gobj, "ack not sent", "gate", gate.shortName());
+        if (InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0) gobj.set(ACKS, gobj.read(ACKS) + 1);
+        else Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
     }
 
     // --- Commands ---

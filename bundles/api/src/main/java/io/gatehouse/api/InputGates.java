@@ -1,0 +1,91 @@
+package io.gatehouse.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * The gates a service listens to, named in its config ({@code "input": "__input_side__"} or a list), and the
+ * way back to a message's sender. Subscribing again is cheap and idempotent, so a service calls
+ * {@link #subscribe()} on a timer and rejoins a gate that was rebuilt (hot swap) without any notification.
+ */
+public final class InputGates {
+    private final GObj owner;
+    private final List<String> names;
+    private final List<GObj> subscribed = new ArrayList<>();
+
+    public InputGates(GObj owner, List<String> names) {
+        this.owner = owner;
+        this.names = List.copyOf(names);
+    }
+
+    /**
+     * Service names from an {@code input} attribute: a string or a list of strings; null or "" = none.
+     *
+     * @throws IllegalArgumentException for anything else (a config error)
+     */
+    public static List<String> namesFrom(JsonNode input) {
+        if (input == null || input.isNull() || (input.isTextual() && input.asText().isEmpty())) return List.of();
+        if (input.isTextual()) return List.of(input.asText());
+        if (input.isArray()) {
+            List<String> out = new ArrayList<>();
+            for (JsonNode n : input) {
+                if (!n.isTextual() || n.asText().isEmpty()) {
+                    throw new IllegalArgumentException("'input' must list service names");
+                }
+                out.add(n.asText());
+            }
+            return out;
+        }
+        throw new IllegalArgumentException("'input' must be a service name or a list of them");
+    }
+
+    public List<String> names() {
+        return Collections.unmodifiableList(names);
+    }
+
+    /** Subscribes the owner to every named gate that exists and is not subscribed yet. */
+    public void subscribe() {
+        subscribed.removeIf(GObj::isDestroyed);
+        for (String name : names) {
+            GObj g = owner.yuno().service(name);
+            if (g == null || subscribed.contains(g)) continue;
+            g.subscribe(null, owner);
+            subscribed.add(g);
+        }
+    }
+
+    public void unsubscribeAll() {
+        for (GObj g : subscribed) {
+            if (!g.isDestroyed()) g.unsubscribe(null, owner);
+        }
+        subscribed.clear();
+    }
+
+    /**
+     * Sends {@code json} (as compact JSON in a gbuffer) back through {@code gate} on the connection a message
+     * came from, named by that message's {@code __temp__}. Answers the gate's result, -1 without a gate.
+     */
+    public static int reply(GObj from, GObj gate, ObjectNode json, JsonNode temp) {
+        if (gate == null || gate.isDestroyed()) return -1;
+        ByteBuf out = PooledByteBufAllocator.DEFAULT.buffer(64);
+        Kw.writeJson(json, out);
+        ObjectNode kw = Kw.withGbuffer(out);
+        if (temp != null) kw.set(Kw.TEMP, temp);
+        return gate.send(Ev.EV_SEND_MESSAGE, kw, from);
+    }
+
+    /** The queue-protocol ack of a message's {@code __md_trq__}: the same dict with {@code result} added. */
+    public static ObjectNode ack(ObjectNode mdTrq, int result) {
+        ObjectNode answer = Kw.create();
+        ObjectNode md = mdTrq.deepCopy();
+        md.put("result", result);
+        answer.set(Kw.MD_TRQ, md);
+        return answer;
+    }
+}
