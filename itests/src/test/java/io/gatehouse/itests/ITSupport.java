@@ -47,7 +47,7 @@ public abstract class ITSupport {
     public static final String GROUP = "io.gatehouse";
     /** Short names of every Gatehouse bundle module, in build order. */
     public static final List<String> ALL_BUNDLES = List.of(
-        "api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate", "relay", "sink");
+        "api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate", "relay", "sink", "portal");
 
     @Inject
     protected BundleContext ctx;

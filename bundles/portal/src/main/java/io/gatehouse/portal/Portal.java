@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.portal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.AttrType;
+import io.gatehouse.api.Cancellable;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.Registry;
+import io.gatehouse.api.St;
+import io.netty.buffer.ByteBuf;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * C_PORTAL: a link from this hub to another hub (Stem's portal, seeds/003). It connects to the other hub's
+ * control endpoint over a C_PROT_TCP4H child (which makes its C_TCP; both found by gclass name), says this hub's
+ * name, learns the other's from its answer, and from then on is the registry's link to that hub (and to what
+ * its {@code alias}es name, e.g. {@code DEFAULT}). Messages arriving on it are delivered by the registry; the
+ * transport reconnects as C_TCP does ({@code timeout_between_connections}, optional backoff).
+ *
+ * <pre>
+ *  ST_DISCONNECTED --EV_ON_OPEN (hello sent)--&gt; ST_WAIT_HELLO --hello answer--&gt; ST_CONNECTED
+ *        ^                                          |  error / timeout_hello: drop    |
+ *        +------------------ EV_ON_CLOSE -----------+---------------------------------+
+ * </pre>
+ *
+ * Wire (TCP4H frames, JSON): {@code {"__portal__":"hello","hub":NAME,"token"?:T}} both ways once, then registry
+ * messages {@code {"to","from","type","command"?,"kw"?,"id"?,"hops"?}} in both directions.
+ */
+public final class Portal implements GObjBehavior, Registry.Link {
+    public static final String GCLASS = "C_PORTAL";
+
+    // --- Attributes ---
+
+    static final Attr<String> URL = Attr.string("url", "", AttrFlag.RD,
+            "Control endpoint of the other hub, tcp://host:port");
+    static final Attr<String> HUB = Attr.string("hub", "", AttrFlag.RD,
+            "Name the other hub must say; empty = whatever it says");
+    static final Attr<JsonNode> ALIAS = Attr.json("alias", AttrType.JSON, null, AttrFlag.RD,
+            "Link alias(es) of this portal: a name or a list, e.g. \"DEFAULT\"");
+    static final Attr<String> TOKEN = Attr.string("token", "", AttrFlag.RD,
+            "Token the other hub's control endpoint asks for");
+    static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS = Attr.integer("timeout_between_connections", 2000,
+            AttrFlag.RD, "Reconnect delay, ms (C_TCP's)");
+    static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS_MAX = Attr.integer("timeout_between_connections_max", 0,
+            AttrFlag.RD, "If greater than the base: exponential backoff cap, ms (C_TCP's)");
+    static final Attr<Long> TIMEOUT_HELLO = Attr.integer("timeout_hello", 10000, AttrFlag.RD,
+            "Time the other hub has to answer the hello, ms");
+    static final Attr<Boolean> CONNECTED = Attr.bool("connected", false, AttrFlag.VOLATILE | AttrFlag.STATS,
+            "Link open and hello answered");
+    static final Attr<String> REMOTE_HUB = Attr.string("remote_hub", "", AttrFlag.STATS,
+            "Name the other hub said (kept after a close)");
+    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages sent to the other hub");
+    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received from it");
+    static final Attr<Long> BAD_MSGS = Attr.integer("bad_msgs", 0, AttrFlag.RSTATS,
+            "Frames received that were not JSON objects (logged, ignored)");
+    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Links opened (hello answered)");
+
+    static final Attr<?>[] ATTRS = {URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS,
+        TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO, CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS};
+
+    // --- States and FSM ---
+
+    static final String ST_WAIT_HELLO = "ST_WAIT_HELLO";
+
+    static final Fsm<Portal> FSM = Fsm.<Portal>builder()
+        .state(St.ST_DISCONNECTED)
+            .on(Ev.EV_ON_OPEN,     Portal::acOnOpen,         ST_WAIT_HELLO)
+            .on(Ev.EV_ON_CLOSE,    Portal::acOnClose)
+            .on(Ev.EV_ON_MESSAGE,  Portal::acDiscard)
+            .on(Ev.EV_TIMEOUT,     Portal::acRetryBottom)
+        .state(ST_WAIT_HELLO)
+            .on(Ev.EV_ON_MESSAGE,  Portal::acHello)
+            .on(Ev.EV_ON_CLOSE,    Portal::acOnClose,        St.ST_DISCONNECTED)
+            .on(Ev.EV_TIMEOUT,     Portal::acHelloTimeout)
+        .state(St.ST_CONNECTED)
+            .enteredByAction()
+            .on(Ev.EV_ON_MESSAGE,  Portal::acMessage)
+            .on(Ev.EV_ON_CLOSE,    Portal::acOnClose,        St.ST_DISCONNECTED)
+            .ignore(Ev.EV_TIMEOUT)
+        .build();
+
+    // --- Private data ---
+
+    private final GObj gobj;
+    private final List<String> aliases = new ArrayList<>();
+    private Cancellable timer = Cancellable.NONE;
+    /** The last refusal logged: the same one again (every reconnect) is not logged twice in a row. */
+    private String lastRefusal = "";
+
+    public Portal(GObj gobj) {
+        this.gobj = gobj;
+    }
+
+    // --- Lifecycle ---
+
+    @Override
+    public void onCreate() {
+        String url = gobj.read(URL);
+        if (url == null || url.isEmpty()) throw new IllegalArgumentException("C_PORTAL needs 'url' (tcp://host:port)");
+        JsonNode a = gobj.read(ALIAS);
+        if (a != null && a.isTextual() && !a.asText().isEmpty()) aliases.add(a.asText());
+        if (a != null && a.isArray()) a.forEach(x -> aliases.add(x.asText()));
+    }
+
+    @Override
+    public int onStart() {
+        Registry r = registry();
+        if (r == null) {
+            Glog.error(gobj, "No registry in this yuno", "msgset", "internal_error");
+            return -1;
+        }
+        for (String alias : aliases) r.aliasLink(alias, this);
+        startBottom();
+        return 0;
+    }
+
+    @Override
+    public int onStop() {
+        clearTimer();
+        unlink();
+        Registry r = registry();
+        if (r != null) for (String alias : aliases) r.unaliasLink(alias, this);
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.isRunning()) bottom.stop();
+        return 0;
+    }
+
+    @Override
+    public void onDestroy() {
+        clearTimer();
+        Registry r = registry();
+        if (r != null) {
+            r.removeLink(this);
+            for (String alias : aliases) r.unaliasLink(alias, this);
+        }
+    }
+
+    // --- Registry.Link ---
+
+    @Override
+    public String describe() {
+        String remote = gobj.read(REMOTE_HUB);
+        return "portal " + gobj.name() + " -> " + gobj.read(URL) + (remote == null || remote.isEmpty() ? "" : " (" + remote + ")");
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !gobj.isDestroyed() && gobj.inState(St.ST_CONNECTED);
+    }
+
+    @Override
+    public boolean send(ObjectNode msg) {
+        if (!isOpen() || gobj.bottom() == null) return false;
+        // C_PROT_TCP4H frames a kw without gbuffer as its JSON; the registry keeps reading msg after this call.
+        int r = gobj.bottom().send(Ev.EV_SEND_MESSAGE, msg.deepCopy(), gobj);
+        if (r < 0) return false;
+        gobj.set(TX_MSGS, gobj.readLong(TX_MSGS) + 1);
+        return true;
+    }
+
+    // --- Local methods ---
+
+    private Registry registry() {
+        return gobj.yuno().lookup(Registry.class);
+    }
+
+    private void clearTimer() {
+        timer.cancel();
+        timer = Cancellable.NONE;
+    }
+
+    /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried every second. */
+    private void startBottom() {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            ObjectNode tcpKw = Kw.create();
+            tcpKw.put("timeout_between_connections", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS));
+            tcpKw.put("timeout_between_connections_max", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX));
+            ObjectNode kw = Kw.create();
+            kw.put("url", gobj.read(URL));
+            kw.set("tcp_kw", tcpKw);
+            bottom = gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
+            if (bottom == null) {
+                // The transport gclass is not registered (yet): try again, the portal stays disconnected meanwhile.
+                clearTimer();
+                timer = gobj.setTimeout(1000, Ev.EV_TIMEOUT, null);
+                return;
+            }
+            if (!bottom.subscribers().contains(gobj)) bottom.subscribe(null, gobj);
+            gobj.setBottom(bottom);
+        }
+        if (!bottom.isRunning()) bottom.start();
+    }
+
+    private void unlink() {
+        Registry r = registry();
+        if (r != null) r.removeLink(this);
+        gobj.set(CONNECTED, false);
+    }
+
+    private void drop() {
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
+    }
+
+    private ObjectNode parse(ObjectNode kw) {
+        ByteBuf b = Kw.takeGbuffer(kw);
+        try {
+            if (b == null) return kw;
+            return Kw.parse(b);
+        } catch (IOException e) {
+            gobj.set(BAD_MSGS, gobj.readLong(BAD_MSGS) + 1);
+            Glog.error(gobj, "Portal message is not a JSON object, ignored", "msgset", "protocol_error",
+                    "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
+            return null;
+        } finally {
+            if (b != null) b.release();
+        }
+    }
+
+    // --- Actions ---
+
+    private int acOnOpen(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        ObjectNode hello = Kw.create();
+        hello.put("__portal__", "hello");
+        hello.put("hub", gobj.yuno().name());
+        String token = gobj.read(TOKEN);
+        if (token != null && !token.isEmpty()) hello.put("token", token);
+        clearTimer();
+        timer = gobj.setTimeout(gobj.readLong(TIMEOUT_HELLO), Ev.EV_TIMEOUT, null);
+        return gobj.bottom().send(Ev.EV_SEND_MESSAGE, hello, gobj);
+    }
+
+    private int acHello(String event, ObjectNode kw, GObj src) {
+        ObjectNode m = parse(kw);
+        if (m == null) return 0;
+        String what = Kw.getString(m, "__portal__", "");
+        if (what.equals("error")) {
+            String comment = Kw.getString(m, "comment", "");
+            if (!comment.equals(lastRefusal)) {
+                lastRefusal = comment;
+                Glog.error(gobj, "The other hub refused the portal (said once until it links)", "msgset",
+                        "protocol_error", "url", gobj.read(URL), "comment", comment);
+            }
+            drop();
+            return 0;
+        }
+        String remote = Kw.getString(m, "hub", "");
+        if (!what.equals("hello") || remote.isEmpty()) {
+            Glog.error(gobj, "Portal hello expected, link dropped", "msgset", "protocol_error", "got", Kw.toJson(m));
+            drop();
+            return 0;
+        }
+        String expected = gobj.read(HUB);
+        if (expected != null && !expected.isEmpty() && !expected.equals(remote)) {
+            Glog.error(gobj, "The other hub has not the expected name, link dropped", "msgset", "protocol_error",
+                    "expected", expected, "remote_hub", remote);
+            drop();
+            return 0;
+        }
+        clearTimer();
+        lastRefusal = "";
+        gobj.changeState(St.ST_CONNECTED);
+        gobj.set(REMOTE_HUB, remote);
+        gobj.set(CONNECTED, true);
+        gobj.set(CONNXS, gobj.readLong(CONNXS) + 1);
+        registry().addLink(remote, this);
+        return 0;
+    }
+
+    private int acHelloTimeout(String event, ObjectNode kw, GObj src) {
+        Glog.warn(gobj, "The other hub did not answer the hello, link dropped", "msgset", "protocol_error",
+                "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
+        drop();
+        return 0;
+    }
+
+    private int acMessage(String event, ObjectNode kw, GObj src) {
+        if (src != gobj.bottom()) {
+            Kw.release(kw);
+            Glog.error(gobj, "EV_ON_MESSAGE not from the portal's own transport, ignored", "src",
+                    src == null ? "" : src.shortName());
+            return -1;
+        }
+        ObjectNode m = parse(kw);
+        if (m == null) return 0;
+        gobj.set(RX_MSGS, gobj.readLong(RX_MSGS) + 1);
+        if (m.has("__portal__")) {
+            if (Kw.getString(m, "__portal__", "").equals("error")) {
+                Glog.error(gobj, "The other hub reports an error", "comment", Kw.getString(m, "comment", ""));
+            }
+            return 0;
+        }
+        registry().deliverFrom(this, m);
+        return 0;
+    }
+
+    private int acOnClose(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        clearTimer();
+        if (gobj.readBool(CONNECTED)) {
+            Glog.info(gobj, "Portal closed", "remote_hub", gobj.read(REMOTE_HUB));
+        }
+        unlink();
+        return 0;
+    }
+
+    private int acDiscard(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        return 0;
+    }
+
+    private int acRetryBottom(String event, ObjectNode kw, GObj src) {
+        if (gobj.isRunning()) startBottom();
+        return 0;
+    }
+}
