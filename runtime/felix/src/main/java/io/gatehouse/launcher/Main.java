@@ -18,7 +18,7 @@ public final class Main {
 
     static final String USAGE = String.join("\n",
         "usage: gatehouse run [CONFIG.json] [--data DIR] [--control PORT] [--console]",
-        "       gatehouse cmd [--host H] [--port P] 'COMMAND key=value ...'",
+        "       gatehouse cmd [--host H] [--port P] [--hub NAME] [--token T] 'COMMAND key=value ...'",
         "       gatehouse send [--host H] [--port P] ...",
         "",
         "  run      start the Felix runtime in the foreground with CONFIG.json (default: conf/gatehouse.json",
@@ -26,7 +26,8 @@ public final class Main {
         "  --data DIR      directory for everything persistent (default: ./data)",
         "  --control PORT  control port of the yuno (bound to 127.0.0.1)",
         "  --console       also open a Gogo shell on stdin (lb, scr:list, ...); end of input stops the runtime",
-        "  cmd      send a command to a running yuno and print the JSON answer",
+        "  cmd      send a command to a running yuno (or, with --hub, to another hub through its portals)",
+        "           and print the JSON answer; exit 1 when its result is negative, 2 when unreachable",
         "  send     send messages to a running gateway");
 
     private Main() {}
@@ -54,9 +55,9 @@ public final class Main {
                 }
                 return new FelixRunner(opts, FelixRunner.findHome()).run();
             case "cmd":
+                return ControlClient.run(rest, out, err);
             case "send":
-                err.println("gatehouse " + sub + ": control endpoint not available in this build");
-                return 1;
+                return Sender.run(rest, out, err);
             case "help":
             case "-h":
             case "--help":

@@ -1,6 +1,7 @@
 package io.gatehouse.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -51,11 +52,17 @@ class RunOptionsTest {
     }
 
     @Test
-    void shouldSayControlEndpointIsMissingWhenCmdIsUsed() {
+    void shouldExitTwoWhenCmdCannotReachTheControlEndpoint() throws java.io.IOException {
+        int port;
+        try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = free.getLocalPort();
+        }
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         PrintStream devNull = new PrintStream(new ByteArrayOutputStream());
-        assertEquals(1, Main.run(List.of("cmd", "stats-yuno"), devNull, new PrintStream(err, true)));
-        assertEquals("gatehouse cmd: control endpoint not available in this build\n", err.toString());
+        assertEquals(2, Main.run(List.of("cmd", "--port", Integer.toString(port), "--hub", "B", "stats-yuno"), devNull,
+                new PrintStream(err, true)));
+        assertTrue(err.toString().startsWith("gatehouse cmd: cannot reach the control endpoint"), err.toString());
+        assertEquals(Main.EXIT_USAGE, Main.run(List.of("cmd", "--hub"), devNull, devNull));
     }
 
     @Test

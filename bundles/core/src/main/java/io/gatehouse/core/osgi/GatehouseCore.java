@@ -7,6 +7,8 @@ import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.ControlServer;
+import io.gatehouse.core.JmxExporter;
+import io.gatehouse.core.MetricsServer;
 import io.gatehouse.core.YunoRuntime;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -52,6 +54,12 @@ public class GatehouseCore {
     public static final String PROP_CONTROL_HOST = "gatehouse.control.host";
     public static final String PROP_CONTROL_TOKEN = "gatehouse.control.token";
     public static final int DEFAULT_CONTROL_PORT = 1991;
+    /** Prometheus {@code /metrics} port (default {@value #DEFAULT_METRICS_PORT}; 0 disables it). */
+    public static final String PROP_METRICS_PORT = "gatehouse.metrics.port";
+    public static final String PROP_METRICS_HOST = "gatehouse.metrics.host";
+    public static final int DEFAULT_METRICS_PORT = 9464;
+    /** {@code false} disables the per-service MBeans. */
+    public static final String PROP_JMX = "gatehouse.jmx";
     /** Milliseconds after the framework started that core waits for the gclasses the config names. */
     public static final String PROP_STARTUP_GRACE = "gatehouse.startup.grace.ms";
     public static final long DEFAULT_STARTUP_GRACE_MS = 5000;
@@ -63,6 +71,8 @@ public class GatehouseCore {
     private FrameworkListener startListener;
     private volatile YunoRuntime runtime;
     private ControlServer control;
+    private MetricsServer metrics;
+    private JmxExporter jmx;
     private volatile String failure;
     private ObjectNode configTree;
     private java.util.Set<String> needed = java.util.Set.of();
@@ -196,6 +206,8 @@ public class GatehouseCore {
         YunoRuntime rt = runtime;
         runtime = null;
         if (control != null) control.close();
+        if (metrics != null) metrics.close();
+        if (jmx != null) jmx.close();
         if (rt != null) rt.close();
         context = null;
     }
@@ -218,6 +230,7 @@ public class GatehouseCore {
             runtime = rt;
             LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), context.getProperty(PROP_CONFIG), dataDir);
             startControl(rt);
+            startObservability(rt);
         } catch (ConfigException e) {
             fatal("Bad config: " + e.getMessage());
         } catch (Exception e) {
@@ -228,6 +241,34 @@ public class GatehouseCore {
     private String yunoName() {
         String n = configTree == null ? "" : configTree.path("yuno").path("yuno_name").asText("");
         return n.isEmpty() ? "gatehouse" : n;
+    }
+
+    /**
+     * The metrics endpoint and the service MBeans. Neither is vital: a metrics port already taken is an error log
+     * (several containers on one machine need their own {@value #PROP_METRICS_PORT}), not a stop.
+     */
+    private void startObservability(YunoRuntime rt) {
+        String p = context.getProperty(PROP_METRICS_PORT);
+        int port = p == null || p.isEmpty() ? DEFAULT_METRICS_PORT : Integer.parseInt(p.trim());
+        if (port > 0) {
+            String host = context.getProperty(PROP_METRICS_HOST);
+            host = host == null || host.isEmpty() ? "127.0.0.1" : host;
+            MetricsServer ms = new MetricsServer(rt);
+            try {
+                int bound = ms.start(host, port);
+                metrics = ms;
+                LOG.info("metrics endpoint http://{}:{}/metrics", host, bound);
+            } catch (java.io.IOException e) {
+                Glog.error(null, "Metrics endpoint not started", "error", e.getMessage());
+            }
+        }
+        if (!"false".equalsIgnoreCase(context.getProperty(PROP_JMX))) {
+            try {
+                jmx = new JmxExporter(rt).start();
+            } catch (RuntimeException | LinkageError e) {
+                Glog.error(null, "Service MBeans not registered", "error", String.valueOf(e));
+            }
+        }
     }
 
     /** The control endpoint ({@code ./gatehouse cmd}); port 0 or negative disables it. */
