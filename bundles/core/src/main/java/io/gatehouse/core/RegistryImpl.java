@@ -155,7 +155,8 @@ final class RegistryImpl implements Registry {
         d.remove(link);
         d.addFirst(link);
         routes.remove(hub);
-        Glog.info(null, "Hub linked", "hub", hub, "link", link.describe());
+        // Names with '~' are short-lived command clients (one per `gatehouse cmd --hub`): not worth an info line.
+        if (hub.indexOf('~') < 0) Glog.info(null, "Hub linked", "hub", hub, "link", link.describe());
     }
 
     private void removeFrom(String hub, Link link) {
@@ -170,7 +171,7 @@ final class RegistryImpl implements Registry {
         String hub = hubOfLink.remove(link);
         if (hub != null) {
             removeFrom(hub, link);
-            Glog.info(null, "Hub unlinked", "hub", hub, "link", link.describe());
+            if (hub.indexOf('~') < 0) Glog.info(null, "Hub unlinked", "hub", hub, "link", link.describe());
         }
         routes.values().removeIf(l -> l == link);
     }

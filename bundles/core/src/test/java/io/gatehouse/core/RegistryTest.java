@@ -255,4 +255,17 @@ class RegistryTest {
         a.run(() -> reg(a).deliver(cmd("B", "svc", "help", "rec", 3)));
         assertTrue(replyOf(rec).path("reply").path("comment").asText().contains("not reachable"));
     }
+
+    @Test
+    void shouldAnswerABlockingHubCallThroughTheLinks() {
+        YunoRuntime a = hub("A");
+        YunoRuntime b = hub("B");
+        link(a, b);
+        ObjectNode r = HubCall.command(a, "B", "stats-yuno service=svc", 5000);
+        assertEquals(0, r.path("result").asInt(), r.toString());
+        assertTrue(r.path("data").has("count"));
+        assertTrue(HubCall.command(a, "Z", "help", 5000).path("comment").asText().contains("'Z' not reachable"));
+        assertEquals(0, HubCall.command(a, "", "help", 5000).path("result").asInt(), "empty hub = this one");
+        assertTrue(a.call(() -> reg(a).view()).path("links").size() == 1, "the short-lived hubs are unlinked");
+    }
 }

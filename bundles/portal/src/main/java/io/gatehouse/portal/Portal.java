@@ -98,6 +98,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
     private Cancellable timer = Cancellable.NONE;
     /** The last refusal logged: the same one again (every reconnect) is not logged twice in a row. */
     private String lastRefusal = "";
+    private boolean waitingLogged;
 
     public Portal(GObj gobj) {
         this.gobj = gobj;
@@ -191,8 +192,14 @@ public final class Portal implements GObjBehavior, Registry.Link {
             ObjectNode kw = Kw.create();
             kw.put("url", gobj.read(URL));
             kw.set("tcp_kw", tcpKw);
-            bottom = gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
+            // At framework start the transport bundles may register after this one: wait for them quietly.
+            bottom = gobj.yuno().gclass(GClassNames.C_PROT_TCP4H) == null ? null
+                    : gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
             if (bottom == null) {
+                if (!waitingLogged) {
+                    waitingLogged = true;
+                    Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
+                }
                 // The transport gclass is not registered (yet): try again, the portal stays disconnected meanwhile.
                 clearTimer();
                 timer = gobj.setTimeout(1000, Ev.EV_TIMEOUT, null);

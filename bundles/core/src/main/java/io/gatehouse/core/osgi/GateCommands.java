@@ -8,15 +8,16 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 
 /**
- * Gogo shell commands ({@code gate:cmd}, {@code gate:stats}, {@code gate:tree}, {@code gate:gclasses}) on
- * the same command path as the control endpoint.
+ * Gogo shell commands ({@code gate:cmd}, {@code gate:stats}, {@code gate:tree}, {@code gate:gclasses},
+ * {@code gate:hub HUB 'command'}) on the same command path as the control endpoint.
  */
 @Component(service = GateCommands.class, property = {
         "osgi.command.scope=gate",
         "osgi.command.function=cmd",
         "osgi.command.function=stats",
         "osgi.command.function=tree",
-        "osgi.command.function=gclasses"
+        "osgi.command.function=gclasses",
+        "osgi.command.function=hub"
 })
 public class GateCommands {
 
@@ -26,6 +27,11 @@ public class GateCommands {
     /** {@code gate:cmd 'stats-yuno service=__input_side__'}: prints the JSON envelope. */
     public String cmd(String... words) {
         return pretty(core.command(String.join(" ", words)));
+    }
+
+    /** {@code gate:hub B 'stats-yuno service=x'}: a command for another hub, through the portals. */
+    public String hub(String hub, String... words) {
+        return pretty(core.command(hub, String.join(" ", words)));
     }
 
     /** {@code gate:stats SERVICE}: the stats envelope of a service. */

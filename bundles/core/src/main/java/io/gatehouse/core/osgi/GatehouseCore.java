@@ -321,6 +321,13 @@ public class GatehouseCore {
         return rt.command(line);
     }
 
+    /** Runs a command line on another hub, through the portals (this yuno when {@code hub} is empty or its name). */
+    public ObjectNode command(String hub, String line) {
+        YunoRuntime rt = runtime;
+        if (rt == null) return Envelope.error(failure != null ? failure : "no yuno running");
+        return io.gatehouse.core.HubCall.command(rt, hub, line, 20_000);
+    }
+
     /** Registered gclass names. */
     public synchronized List<String> gclassNames() {
         return new ArrayList<>(specs.keySet());
