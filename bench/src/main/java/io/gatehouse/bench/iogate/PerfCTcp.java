@@ -30,7 +30,14 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 
+import io.gatehouse.api.queue.FsyncPolicy;
+import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.trqueue.TrQueueFactoryImpl;
+
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
@@ -55,7 +62,9 @@ import java.util.concurrent.TimeUnit;
  * Then the same ping-pong with raw Netty (one event loop, a length-field decoder and nothing else) as the
  * baseline of this machine.
  *
- * <p>Usage: {@code PerfCTcp [count] [runs]} (defaults 180000 and 3).
+ * <p>Usage: {@code PerfCTcp [count] [runs] [test4|test5|all]} (defaults 180000, 3, test4). test5 = the same
+ * with every message appended to a trqueue topic by the echo side before it answers (Yuneta's
+ * {@code perf_tcp_test5}), once with fsync policy {@code none} (as Yuneta: no fsync) and once {@code interval}.
  */
 public final class PerfCTcp {
     static final byte[] MESSAGE = message132();
@@ -77,12 +86,22 @@ public final class PerfCTcp {
     public static void main(String[] args) throws Exception {
         int count = args.length > 0 ? Integer.parseInt(args[0]) : 180_000;
         int runs = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+        String mode = args.length > 2 ? args[2] : "test4";
         System.out.println("# perf_c_tcp topology, " + count + " round trips of " + MESSAGE.length
                 + " bytes (" + (MESSAGE.length + 4) + " on the wire), " + runs + " runs, JVM "
                 + System.getProperty("java.version") + ", " + Runtime.getRuntime().availableProcessors() + " cpus");
         for (int i = 1; i <= runs; i++) {
-            double ops = runGatehouse(count);
-            System.out.printf(Locale.ROOT, "#   run %d gatehouse: %.0f op/sec%n", i, ops);
+            if (mode.equals("test4") || mode.equals("all")) {
+                double ops = runGatehouse(count, null);
+                System.out.printf(Locale.ROOT, "#   run %d gatehouse test4: %.0f op/sec%n", i, ops);
+            }
+            if (mode.equals("test5") || mode.equals("all")) {
+                for (FsyncPolicy policy : new FsyncPolicy[] {FsyncPolicy.NONE, FsyncPolicy.INTERVAL}) {
+                    double ops = runGatehouse(count, policy);
+                    System.out.printf(Locale.ROOT, "#   run %d gatehouse test5 (append every message, fsync %s): %.0f op/sec%n",
+                            i, policy.name().toLowerCase(Locale.ROOT), ops);
+                }
+            }
             double raw = runRawNetty(count);
             System.out.printf(Locale.ROOT, "#   run %d raw netty: %.0f op/sec%n", i, raw);
         }
@@ -97,8 +116,12 @@ public final class PerfCTcp {
     // --- Gatehouse ---
 
     static String config(int port) {
+        return config(port, "C_PEPON");
+    }
+
+    static String config(int port, String pepon) {
         return "{\"services\": ["
-                + "{\"name\": \"pepon\", \"gclass\": \"C_PEPON\", \"priority\": 1},"
+                + "{\"name\": \"pepon\", \"gclass\": \"" + pepon + "\", \"priority\": 1},"
                 + "{\"name\": \"perf_client\", \"gclass\": \"C_PERF_CLIENT\", \"priority\": 1},"
                 + "{\"name\": \"__input_side__\", \"gclass\": \"C_IOGATE\", \"priority\": 2, \"kw\": {\"subscriber\": \"pepon\"},"
                 + " \"children\": [{\"name\": \"server_port\", \"gclass\": \"C_TCP_S\", \"kw\": {\"url\": \"tcp://127.0.0.1:" + port + "\"}}],"
@@ -113,17 +136,80 @@ public final class PerfCTcp {
     }
 
     static double runGatehouse(int count) throws Exception {
+        return runGatehouse(count, null);
+    }
+
+    /**
+     * test4 ({@code persist} null) or test5: the echo side appends every message it receives to a trqueue topic
+     * (parsed to JSON, stored as a checksummed record, like Yuneta's {@code tranger2_append_record}) before it
+     * echoes it, with the given fsync policy (NONE is what Yuneta does: no fsync anywhere).
+     */
+    static double runGatehouse(int count, FsyncPolicy persist) throws Exception {
         PerfClient.target = count;
         PerfClient.done = new CountDownLatch(1);
+        Path dir = persist == null ? null : Files.createTempDirectory("perf-c-tcp-test5-");
+        TrQueueFactoryImpl factory = persist == null ? null : new TrQueueFactoryImpl();
         try (YunoRuntime rt = YunoRuntime.builder().name("perf_c_tcp")
                 .gclass(IoGate.SPEC, Channel.SPEC, new TcpGClass().spec(), new TcpSGClass().spec(),
-                        new ProtTcp4hGClass().spec(), Pepon.SPEC, PerfClient.SPEC)
-                .config(config(freePort())).build()) {
+                        new ProtTcp4hGClass().spec(), Pepon.SPEC, PeponPersist.SPEC, PerfClient.SPEC)
+                .config(config(freePort(), persist == null ? "C_PEPON" : "C_PEPON_PERSIST")).build()) {
+            if (persist != null) {
+                PeponPersist.queue = factory.open(dir, "perf", "test5", "tm", 0, 0,
+                        TrQueueOptions.defaults().withFsyncPolicy(persist));
+            }
             rt.start();
             if (!PerfClient.done.await(300, TimeUnit.SECONDS)) throw new IllegalStateException("perf run timed out");
             ObjectNode st = rt.command("stats-yuno service=__output_side__");
             if (st.get("data").get("rxMsgs").asLong() < count) throw new IllegalStateException("short run: " + st);
+            if (persist != null && PeponPersist.queue.topicSize() < count) {
+                throw new IllegalStateException("test5 persisted only " + PeponPersist.queue.topicSize());
+            }
             return PerfClient.opsPerSec;
+        } finally {
+            if (persist != null) {
+                PeponPersist.queue.close();
+                PeponPersist.queue = null;
+                factory.close();
+                try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+                    for (Path x : (Iterable<Path>) s.sorted(java.util.Comparator.reverseOrder())::iterator) Files.deleteIfExists(x);
+                }
+            }
+        }
+    }
+
+    /** test5's echo: appends the message to the queue, then echoes it (the record is the parsed JSON). */
+    public static final class PeponPersist implements GObjBehavior {
+        static volatile TrQueue queue;
+        static final GClassSpec<PeponPersist> SPEC = GClassSpec.builder("C_PEPON_PERSIST", PeponPersist.class)
+                .description("Echo server that persists every message (perf test5)")
+                .fsm(Fsm.<PeponPersist>builder().state(St.ST_IDLE)
+                        .on(Ev.EV_ON_MESSAGE, PeponPersist::acEcho)
+                        .ignore(Ev.EV_ON_OPEN)
+                        .ignore(Ev.EV_ON_CLOSE)
+                        .build())
+                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                .factory(PeponPersist::new)
+                .build();
+
+        private final GObj gobj;
+
+        PeponPersist(GObj gobj) {
+            this.gobj = gobj;
+        }
+
+        private int acEcho(String event, ObjectNode kw, GObj src) {
+            ByteBuf b = Kw.gbuffer(kw);
+            try {
+                ObjectNode record = Kw.parse(b);
+                if (queue.append(0, record, 0) == null) {
+                    Glog.error(gobj, "test5: append failed");
+                    return -1;
+                }
+            } catch (IOException e) {
+                Glog.error(gobj, "test5: not JSON");
+                return -1;
+            }
+            return src.send(Ev.EV_SEND_MESSAGE, kw, gobj);
         }
     }
 

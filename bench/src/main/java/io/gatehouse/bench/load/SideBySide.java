@@ -1,0 +1,251 @@
+package io.gatehouse.bench.load;
+
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.channel.ChannelGClass;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.iogate.IoGateGClass;
+import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.qiogate.QIoGateGClass;
+import io.gatehouse.relay.RelayGClass;
+import io.gatehouse.sink.SinkGClass;
+import io.gatehouse.tcp.TcpGClass;
+import io.gatehouse.tcp.TcpSGClass;
+import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.trqueue.TrQueueFactoryImpl;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * The same load, in the same run, through:
+ * <ol type="a">
+ *   <li>{@code raw}: a raw Netty TCP4H sink that acks (the baseline);</li>
+ *   <li>{@code iogate}: Gatehouse, producer → C_IOGATE (C_TCP_S) → C_RELAY → C_IOGATE (send_type 2, one channel
+ *       per sink) → 2 raw sinks; the relay acks once the output took the message;</li>
+ *   <li>{@code qiogate-none|interval|always}: the output is one C_QIOGATE with that {@code fsync_policy} → 1 sink;
+ *       the relay acks once the record is durable per the policy;</li>
+ *   <li>{@code mq2}, {@code mq4}: C_MQIOGATE (lastdigits on id) over 2 / 4 C_QIOGATE (interval) → 2 / 4 sinks.</li>
+ * </ol>
+ * Each configuration runs pipelined (several connections, a window of unacked messages each) and ping-pong (one
+ * connection, one message in flight), interleaved in rounds; medians and ratios to (a) are printed.
+ *
+ * <pre>SideBySide [--rounds 3] [--size 128] [--connections 2] [--window 1000] [--warmup 2] [--duration 4]
+ *            [--configs raw,iogate,...] [--modes pipelined,pingpong]</pre>
+ */
+public final class SideBySide {
+    static final List<String> ALL = List.of("raw", "iogate", "qiogate-none", "qiogate-interval", "qiogate-always",
+            "mq2", "mq4");
+
+    private SideBySide() {}
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 3;
+        LoadGen.Options base = new LoadGen.Options();
+        base.connections = 4;
+        base.window = 2000;
+        base.warmup = 2;
+        base.duration = 4;
+        List<String> configs = ALL;
+        List<String> modes = List.of("pipelined", "pingpong");
+        for (int i = 0; i < args.length; i += 2) {
+            switch (args[i]) {
+                case "--rounds": rounds = Integer.parseInt(args[i + 1]); break;
+                case "--size": base.size = Integer.parseInt(args[i + 1]); break;
+                case "--connections": base.connections = Integer.parseInt(args[i + 1]); break;
+                case "--window": base.window = Integer.parseInt(args[i + 1]); break;
+                case "--warmup": base.warmup = Double.parseDouble(args[i + 1]); break;
+                case "--duration": base.duration = Double.parseDouble(args[i + 1]); break;
+                case "--configs": configs = List.of(args[i + 1].split(",")); break;
+                case "--modes": modes = List.of(args[i + 1].split(",")); break;
+                default: throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        System.out.printf(Locale.ROOT, "# side by side: %d rounds, size %d, pipelined %d connections x window %d,"
+                        + " warmup %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, base.size,
+                base.connections, base.window, base.warmup, base.duration, System.getProperty("java.version"),
+                Runtime.getRuntime().availableProcessors(), loadAverage());
+        Map<String, List<LoadGen.Result>> results = new LinkedHashMap<>();
+        for (int r = 1; r <= rounds; r++) {
+            for (String mode : modes) {
+                for (String cfg : configs) {
+                    LoadGen.Options o = base.copy();
+                    o.pingpong = mode.equals("pingpong");
+                    if (o.pingpong) {
+                        o.connections = 1;
+                        o.window = 1;
+                    }
+                    o.label = cfg + "/" + mode;
+                    LoadGen.Result res = runOne(cfg, o);
+                    System.out.println(res.line() + " round=" + r);
+                    results.computeIfAbsent(o.label, k -> new ArrayList<>()).add(res);
+                }
+            }
+        }
+        summary(results, configs, modes);
+    }
+
+    static String loadAverage() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    static void summary(Map<String, List<LoadGen.Result>> results, List<String> configs, List<String> modes) {
+        System.out.println();
+        System.out.println("| mode | config | msgs/s median (min-max) | ratio to raw | p50 us | p99 us | p99.9 us |");
+        System.out.println("|---|---|---|---|---|---|---|");
+        for (String mode : modes) {
+            double rawMedian = Double.NaN;
+            List<LoadGen.Result> raw = results.get("raw/" + mode);
+            if (raw != null) rawMedian = median(raw, x -> x.msgsPerSec);
+            for (String cfg : configs) {
+                List<LoadGen.Result> rs = results.get(cfg + "/" + mode);
+                if (rs == null) continue;
+                double m = median(rs, x -> x.msgsPerSec);
+                double lo = rs.stream().mapToDouble(x -> x.msgsPerSec).min().orElse(0);
+                double hi = rs.stream().mapToDouble(x -> x.msgsPerSec).max().orElse(0);
+                System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f | %.0f | %.0f | %.0f |%n", mode, cfg,
+                        m, lo, hi, m / rawMedian, median(rs, x -> x.p(50)), median(rs, x -> x.p(99)),
+                        median(rs, x -> x.p(99.9)));
+            }
+        }
+        System.out.println("load average at the end: " + loadAverage());
+    }
+
+    interface Metric {
+        double of(LoadGen.Result r);
+    }
+
+    static double median(List<LoadGen.Result> rs, Metric m) {
+        double[] v = rs.stream().mapToDouble(m::of).sorted().toArray();
+        if (v.length == 0) return Double.NaN;
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static List<GClassSpec<?>> gclasses(TrQueueFactoryImpl queues) {
+        return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
+                new ChannelGClass().spec(), new IoGateGClass().spec(), QIoGateGClass.spec(queues),
+                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
+    }
+
+    /** Runs one configuration with a fresh gateway, sinks and data directory. */
+    public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
+        int sinks = cfg.equals("raw") ? 1 : cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
+        List<RawSink> sinkList = new ArrayList<>();
+        Path data = Files.createTempDirectory("gatehouse-bench-");
+        try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl()) {
+            for (int i = 0; i < sinks; i++) {
+                RawSink s = new RawSink(0);
+                s.setAck(!cfg.equals("iogate"));   // a plain gate does not speak the queue protocol downstream
+                sinkList.add(s);
+            }
+            if (cfg.equals("raw")) {
+                LoadGen.Options x = o.copy();
+                x.port = sinkList.get(0).port();
+                return LoadGen.run(x);
+            }
+            int input = freePort();
+            String json = gatewayConfig(cfg, input, sinkList.stream().mapToInt(RawSink::port).toArray());
+            try (YunoRuntime rt = YunoRuntime.builder().name("bench").dataDir(data).gclasses(gclasses(queues))
+                    .config(json).build().start()) {
+                awaitListening(input, 20_000);
+                long deadline = System.currentTimeMillis() + 20_000;
+                while (sinkList.stream().anyMatch(s -> s.connections.get() == 0) && System.currentTimeMillis() < deadline) {
+                    Thread.sleep(20);
+                }
+                LoadGen.Options x = o.copy();
+                x.port = input;
+                return LoadGen.run(x);
+            }
+        } finally {
+            for (RawSink s : sinkList) s.close();
+            deleteTree(data);
+        }
+    }
+
+    static void awaitListening(int port, long ms) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + ms;
+        while (System.currentTimeMillis() < deadline) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+                return;
+            } catch (IOException notYet) {
+                Thread.sleep(20);
+            }
+        }
+        throw new IllegalStateException("not listening on " + port);
+    }
+
+    static void deleteTree(Path p) throws IOException {
+        if (!Files.exists(p)) return;
+        try (Stream<Path> s = Files.walk(p)) {
+            for (Path x : (Iterable<Path>) s.sorted(Comparator.reverseOrder())::iterator) Files.deleteIfExists(x);
+        }
+    }
+
+    static String out(String name, int sinkPort) {
+        return "{\"name\":\"" + name + "\",\"gclass\":\"C_CHANNEL\",\"children\":[{\"name\":\"" + name
+                + "\",\"gclass\":\"C_PROT_TCP4H\",\"children\":[{\"name\":\"" + name
+                + "\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + sinkPort + "\"}}]}]}";
+    }
+
+    static String queue(String name, String policy, int sinkPort) {
+        return "{\"name\":\"" + name + "\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"bench\",\"tkey\":\"tm\","
+                + "\"fsync_policy\":\"" + policy + "\",\"alert_queue_size\":0},\"children\":[{\"name\":\"" + name
+                + "\",\"gclass\":\"C_IOGATE\",\"children\":[" + out(name, sinkPort) + "]}]}";
+    }
+
+    /** The gateway under test: input gate (dynamic channels) → relay → the output of {@code cfg}. */
+    public static String gatewayConfig(String cfg, int inputPort, int[] sinkPorts) {
+        String output;
+        if (cfg.equals("iogate")) {
+            StringBuilder ch = new StringBuilder();
+            for (int i = 0; i < sinkPorts.length; i++) {
+                if (i > 0) ch.append(',');
+                ch.append(out("output-" + i, sinkPorts[i]));
+            }
+            output = "{\"name\":\"__output_side__\",\"gclass\":\"C_IOGATE\",\"priority\":3,\"kw\":{\"send_type\":2},"
+                    + "\"children\":[" + ch + "]}";
+        } else if (cfg.startsWith("qiogate-")) {
+            String q = queue("__output_side__", cfg.substring("qiogate-".length()), sinkPorts[0]);
+            output = q.substring(0, q.length() - 1) + ",\"priority\":3}";
+        } else if (cfg.startsWith("mq")) {
+            StringBuilder ch = new StringBuilder();
+            for (int i = 0; i < sinkPorts.length; i++) {
+                if (i > 0) ch.append(',');
+                ch.append(queue("output-" + i, "interval", sinkPorts[i]));
+            }
+            output = "{\"name\":\"__output_side__\",\"gclass\":\"C_MQIOGATE\",\"priority\":3,"
+                    + "\"kw\":{\"method\":\"lastdigits\",\"digits\":1,\"key\":\"id\"},\"children\":[" + ch + "]}";
+        } else {
+            throw new IllegalArgumentException("unknown config " + cfg);
+        }
+        return "{\"yuno\":{\"yuno_role\":\"gatehouse\",\"yuno_name\":\"bench\"},\"services\":[" + output + ","
+                + "{\"name\":\"relay\",\"gclass\":\"C_RELAY\",\"priority\":4,\"kw\":{\"input\":\"__input_side__\","
+                + "\"output\":\"__output_side__\"}},"
+                + "{\"name\":\"__input_side__\",\"gclass\":\"C_IOGATE\",\"priority\":5,\"children\":["
+                + "{\"name\":\"__input_side__-listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + inputPort
+                + "\",\"max_connections\":20000,\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":"
+                + "[{\"gclass\":\"C_PROT_TCP4H\"}]}}}]}]}";
+    }
+}
