@@ -159,7 +159,7 @@ class PortalMeshIT {
         Path work = Files.createTempDirectory(Files.createDirectories(Path.of("target/systests")), "mesh-");
         int[] p = Gateways.freePorts(9);
         int ca = p[0], cb = p[1], cc = p[2], ma = p[3], mb = p[4], mc = p[5], input = p[6], sink0 = p[7], sink1 = p[8];
-        ObjectNode cConfig = YunoRuntime.parseConfig(Files.readString(Path.of("../docs/examples/demo-gateway.json")));
+        ObjectNode cConfig = YunoRuntime.parseConfig(Files.readString(Path.of(System.getProperty("gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
         ObjectNode vars = (ObjectNode) cConfig.get("__json_config_variables__");
         Map.of("__input_port__", input, "__sink0_port__", sink0, "__sink1_port__", sink1)
                 .forEach((k, v) -> vars.put(k, String.valueOf(v)));
