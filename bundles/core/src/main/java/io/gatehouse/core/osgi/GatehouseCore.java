@@ -12,6 +12,8 @@ import io.gatehouse.core.MetricsServer;
 import io.gatehouse.core.YunoRuntime;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleEvent;
+import org.osgi.framework.SynchronousBundleListener;
 import org.osgi.framework.BundleException;
 import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.FrameworkListener;
@@ -69,6 +71,7 @@ public class GatehouseCore {
     private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
     private BundleContext context;
     private FrameworkListener startListener;
+    private SynchronousBundleListener shutdownListener;
     private volatile YunoRuntime runtime;
     private ControlServer control;
     private MetricsServer metrics;
@@ -138,6 +141,12 @@ public class GatehouseCore {
             }
         };
         ctx.addFrameworkListener(startListener);
+        // When the framework stops, stop the yuno first, by priority, while every gclass is still there:
+        // otherwise gclass bundles stop one by one and take their services down in bundle order.
+        shutdownListener = (SynchronousBundleListener) event -> {
+            if (event.getBundle().getBundleId() == 0 && event.getType() == BundleEvent.STOPPING) shutdownYuno();
+        };
+        ctx.addBundleListener(shutdownListener);
         if (ctx.getBundle(0).getState() == Bundle.ACTIVE) frameworkStarted();
         tryStartYuno();
     }
@@ -192,8 +201,25 @@ public class GatehouseCore {
         return o;
     }
 
+    private synchronized void shutdownYuno() {
+        YunoRuntime rt = runtime;
+        runtime = null;
+        if (control != null) control.close();
+        if (rt != null) {
+            LOG.info("framework stopping: stopping the yuno's services");
+            rt.close();
+        }
+    }
+
     @Deactivate
     void deactivate() {
+        if (shutdownListener != null) {
+            try {
+                context.removeBundleListener(shutdownListener);
+            } catch (IllegalStateException ignored) {
+                // the framework is already stopping
+            }
+        }
         if (startListener != null) {
             try {
                 context.removeFrameworkListener(startListener);
