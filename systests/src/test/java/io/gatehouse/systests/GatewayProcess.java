@@ -40,6 +40,7 @@ final class GatewayProcess implements AutoCloseable {
         Path dist = dist();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-Dgatehouse.home=" + dist,
+                "-Dgatehouse.metrics.port=0",
                 "-cp", dist.resolve("bin/gatehouse-launcher.jar") + File.pathSeparator
                         + dist.resolve("bin/org.apache.felix.framework.jar"),
                 "io.gatehouse.launcher.Main", "run", config.toString(), "--data", data.toString(),
