@@ -9,7 +9,12 @@ import org.osgi.service.component.annotations.Reference;
 
 /**
  * Gogo shell commands ({@code gate:cmd}, {@code gate:stats}, {@code gate:tree}, {@code gate:gclasses},
- * {@code gate:hub HUB 'command'}) on the same command path as the control endpoint.
+ * {@code gate:hub HUB 'command'}) on the same command path as the control endpoint. They work in the Felix Gogo
+ * shell and in the Karaf shell (which runs Gogo commands registered with {@code osgi.command.scope}).
+ *
+ * <p>Each command prints its answer (Gogo routes {@code System.out} to the session) instead of returning it:
+ * Karaf prints a returned value only in an interactive console, not for {@code bin/client 'gate:cmd ...'} or
+ * batch input, and printed text can be piped ({@code gate:cmd list-services | grep relay}).
  */
 @Component(service = GateCommands.class, property = {
         "osgi.command.scope=gate",
@@ -25,33 +30,36 @@ public class GateCommands {
     private GatehouseCore core;
 
     /** {@code gate:cmd 'stats-yuno service=__input_side__'}: prints the JSON envelope. */
-    public String cmd(String... words) {
-        return pretty(core.command(String.join(" ", words)));
+    public void cmd(String... words) {
+        System.out.println(pretty(core.command(String.join(" ", words))));
     }
 
     /** {@code gate:hub B 'stats-yuno service=x'}: a command for another hub, through the portals. */
-    public String hub(String hub, String... words) {
-        return pretty(core.command(hub, String.join(" ", words)));
+    public void hub(String hub, String... words) {
+        System.out.println(pretty(core.command(hub, String.join(" ", words))));
     }
 
     /** {@code gate:stats SERVICE}: the stats envelope of a service. */
-    public String stats(String service) {
-        return pretty(core.command("stats-yuno service=" + service));
+    public void stats(String service) {
+        System.out.println(pretty(core.command("stats-yuno service=" + service)));
     }
 
     /** {@code gate:tree}: the gobj tree with gclass, state and running flag. */
-    public String tree() {
+    public void tree() {
         ObjectNode e = core.command("view-gobj-tree");
         JsonNode data = e.get("data");
-        if (data == null || !data.isObject()) return pretty(e);
+        if (data == null || !data.isObject()) {
+            System.out.println(pretty(e));
+            return;
+        }
         StringBuilder sb = new StringBuilder();
         render(data, 0, sb);
-        return sb.toString();
+        System.out.print(sb);
     }
 
     /** {@code gate:gclasses}: the registered gclasses. */
-    public String gclasses() {
-        return String.join("\n", core.gclassNames());
+    public void gclasses() {
+        System.out.println(String.join("\n", core.gclassNames()));
     }
 
     private static void render(JsonNode n, int depth, StringBuilder sb) {
