@@ -69,6 +69,8 @@ public final class Relay implements GObjBehavior {
     private InputGates inputs;
     private String output;
     private Cancellable checker = Cancellable.NONE;
+    /** Messages refused since the output gate went missing (0: it is there). */
+    private long refusedWhileMissing;
 
     Relay(GObj gobj) {
         this.gobj = gobj;
@@ -107,10 +109,17 @@ public final class Relay implements GObjBehavior {
         gobj.set(RX_MSGS, gobj.read(RX_MSGS) + 1);
         GObj out = gobj.yuno().service(output);
         if (out == null) {
-            Glog.error(gobj, "Output gate NOT FOUND, message not forwarded", "output", output);
+            // Said once per outage (a hot swap of the output side takes it away for a moment under load).
+            if (refusedWhileMissing++ == 0) {
+                Glog.error(gobj, "Output gate NOT FOUND, messages not forwarded until it is back", "output", output);
+            }
             gobj.set(REFUSED, gobj.read(REFUSED) + 1);
             Kw.release(kw);
             return -1;
+        }
+        if (refusedWhileMissing > 0) {
+            Glog.info(gobj, "Output gate back", "output", output, "refused", refusedWhileMissing);
+            refusedWhileMissing = 0;
         }
         JsonNode temp = kw.get(Kw.TEMP);
         String outClass = out.gclassName();

@@ -102,6 +102,7 @@ public final class Sender {
                 if (everConnected && !quiet) err.println("gatehouse send: reconnected, resending what is not acked");
                 everConnected = true;
                 credit = new Semaphore(window);
+                lastAckOrConnectMs = System.currentTimeMillis();
                 if (ack) startReader(s);
                 OutputStream o = new BufferedOutputStream(s.getOutputStream(), 64 * 1024);
                 cursor = ack ? 0 : cursor;
@@ -152,6 +153,11 @@ public final class Sender {
                     while (!credit.tryAcquire(200, TimeUnit.MILLISECONDS)) {
                         if (readerDead) throw new IOException("connection lost");
                         if (System.currentTimeMillis() >= deadline) return n;
+                        // The window is full and acks stopped (messages dropped on a live connection, e.g. while
+                        // the gateway rebuilds a service): reconnect, which sends every unacked message again.
+                        if (System.currentTimeMillis() - lastAckOrConnectMs >= resendAfterMs) {
+                            throw new IOException("no ack for " + resendAfterMs + " ms with the window full");
+                        }
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -169,6 +175,8 @@ public final class Sender {
     }
 
     private final BitSet sentBefore = new BitSet();
+    /** When this connection last brought an ack (or was opened): a full window with no ack since resends. */
+    private volatile long lastAckOrConnectMs;
     private volatile boolean readerDead;
 
     private long nextUnacked(long from) {
@@ -217,6 +225,7 @@ public final class Sender {
                     long result = Json.longField(text, "result", 0);
                     if (rowid < 1 || rowid > count) continue;
                     int n = (int) (rowid - 1);
+                    lastAckOrConnectMs = System.currentTimeMillis();
                     synchronized (lock) {
                         if (result >= 0 && !acked.get(n)) {
                             acked.set(n);
