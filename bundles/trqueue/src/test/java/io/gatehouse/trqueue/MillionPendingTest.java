@@ -17,8 +17,8 @@ class MillionPendingTest {
     @Test
     @Timeout(60)
     void oneMillionPendingUnder64MiBHeap() throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process p = new ProcessBuilder(java, "-Xmx64m", "-cp", System.getProperty("java.class.path"),
+        String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process p = new ProcessBuilder(javaBin, "-Xmx64m", "-cp", System.getProperty("java.class.path"),
                 MillionPending.class.getName(), dir.toString(), "1000000").redirectErrorStream(true)
                 .redirectOutput(dir.resolve("child.log").toFile()).start();
         assertTrue(p.waitFor(55, TimeUnit.SECONDS), "finished in time");
