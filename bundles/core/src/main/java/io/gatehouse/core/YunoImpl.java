@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
@@ -68,6 +70,8 @@ final class YunoImpl implements Yuno {
     private final Map<String, GObjImpl> services = new LinkedHashMap<>();
     private final Set<String> unusedLogged = new HashSet<>();
     private final Map<String, String> globalVars = new HashMap<>();
+    /** The variables every config gets (yuno name, role, host...), before its own. */
+    private final Map<String, String> baseVars = new HashMap<>();
     private final GObjImpl root;
     private final YunoCommands commands;
     private final RegistryImpl registry;
@@ -119,6 +123,7 @@ final class YunoImpl implements Yuno {
         globalVars.put("__realm_name__", "");
         globalVars.put("__realm_env__", "");
         globalVars.put("__hostname__", hostname());
+        baseVars.putAll(globalVars);
     }
 
     private static String hostname() {
@@ -215,21 +220,44 @@ final class YunoImpl implements Yuno {
      * variables substituted). Nothing is created yet; every structural error is thrown here.
      */
     void loadConfig(ObjectNode config) {
+        Loaded l = read(config);
+        autoplay = l.autoplay;
+        registry.configure(l.yunoSection);
+        globalVars.putAll(l.vars);
+        serviceNodes.addAll(l.nodes);
+        if (l.traceLevels != null) pendingTraceLevels = l.traceLevels;
+    }
+
+    /** A config read into service nodes, not applied yet. */
+    static final class Loaded {
+        boolean autoplay;
+        JsonNode yunoSection;
+        final Map<String, String> vars = new HashMap<>();
+        final List<ServiceNode> nodes = new ArrayList<>();
+        ObjectNode traceLevels;
+    }
+
+    /** Reads a config (globals merged, variables substituted, structure checked); changes nothing. */
+    private Loaded read(ObjectNode config) {
+        Loaded l = new Loaded();
         JsonNode yunoSection = config.get("yuno");
         if (yunoSection != null && !yunoSection.isObject()) throw new ConfigException("yuno", "'yuno' must be a dict");
-        autoplay = yunoSection != null && Kw.getBool(yunoSection, "autoplay", false);
-        registry.configure(yunoSection);
+        l.yunoSection = yunoSection;
+        l.autoplay = yunoSection != null && Kw.getBool(yunoSection, "autoplay", false);
         JsonNode traceLevels = yunoSection == null ? null : yunoSection.get("trace_levels");
+        if (traceLevels != null && traceLevels.isObject()) l.traceLevels = (ObjectNode) traceLevels;
         JsonNode global = config.get("global");
         if (global != null && !global.isObject()) throw new ConfigException("global", "'global' must be a dict");
+        Map<String, String> allVars = new HashMap<>(baseVars);
         JsonNode vars = config.get("__json_config_variables__");
         if (vars != null && vars.isObject()) {
             vars.fields().forEachRemaining(e -> {
-                if (e.getValue().isTextual()) globalVars.put(e.getKey(), e.getValue().asText());
+                if (e.getValue().isTextual()) l.vars.put(e.getKey(), e.getValue().asText());
             });
         }
+        allVars.putAll(l.vars);
         JsonNode list = config.get("services");
-        if (list == null) return;
+        if (list == null) return l;
         if (!list.isArray()) throw new ConfigException("services", "'services' must be a list");
         Set<String> names = new HashSet<>();
         int order = 0;
@@ -240,7 +268,7 @@ final class YunoImpl implements Yuno {
             if (!names.add(sname)) throw new ConfigException(sname, "duplicate service name '" + sname + "'");
             ObjectNode node = ((ObjectNode) s).deepCopy();
             applyGlobals(node, sname, global == null ? null : (ObjectNode) global);
-            Map<String, String> v = new HashMap<>(globalVars);
+            Map<String, String> v = new HashMap<>(allVars);
             JsonNode own = node.remove("__json_config_variables__");
             if (own != null && own.isObject()) {
                 own.fields().forEachRemaining(e -> {
@@ -254,9 +282,174 @@ final class YunoImpl implements Yuno {
             boolean autoplaySvc = Kw.getBool(node, "autoplay", false);
             ServiceNode sn = new ServiceNode(sname, node, priority, autostart, autoplaySvc, order++);
             validateNode(node, sname);
-            serviceNodes.add(sn);
+            l.nodes.add(sn);
         }
-        if (traceLevels != null && traceLevels.isObject()) pendingTraceLevels = (ObjectNode) traceLevels;
+        return l;
+    }
+
+    /**
+     * Applies a new config to the running yuno (Config Admin {@code @Modified}). Services are matched by name, their
+     * nodes compared after globals and variables: an unchanged service stays as it is; a service whose only change is
+     * the value of writable attributes in its own {@code kw} gets them written (its gclass's {@code onWriting}); any
+     * other change rebuilds that service alone (stop, destroy, build from the new node, start: queues are on disk and
+     * reopen); services no longer in the config are stopped and destroyed; new ones are built and started. A new
+     * service whose gclass is not registered waits for it, as in a hot swap. A bad config changes nothing.
+     *
+     * @return what happened, per service: {@code unchanged}, {@code written}, {@code rebuilt}, {@code removed},
+     *         {@code added}, or {@code waiting} (for gclasses)
+     */
+    Map<String, String> reconfigure(ObjectNode config) {
+        Loaded l = read(config);
+        Map<String, ServiceNode> old = new LinkedHashMap<>();
+        for (ServiceNode sn : serviceNodes) old.put(sn.name, sn);
+        Map<String, String> outcome = new LinkedHashMap<>();
+        List<ServiceNode> toWrite = new ArrayList<>();
+        List<ServiceNode> toBuild = new ArrayList<>();
+        // Removed, and rebuilt ones, go first (highest priority number first, as at a stop).
+        List<ServiceNode> gone = new ArrayList<>();
+        for (ServiceNode sn : old.values()) {
+            if (l.nodes.stream().noneMatch(n -> n.name.equals(sn.name))) {
+                gone.add(sn);
+                outcome.put(sn.name, "removed");
+            }
+        }
+        for (ServiceNode n : l.nodes) {
+            ServiceNode o = old.get(n.name);
+            if (o == null) {
+                toBuild.add(n);
+                outcome.put(n.name, "added");
+            } else if (o.node.equals(n.node)) {
+                n.gobj = o.gobj;
+                n.neededGclasses.addAll(o.neededGclasses);
+                outcome.put(n.name, "unchanged");
+            } else if (o.gobj != null && onlyWritableKwChanged(o, n)) {
+                n.gobj = o.gobj;
+                toWrite.add(n);
+                outcome.put(n.name, "written");
+            } else {
+                gone.add(o);
+                toBuild.add(n);
+                outcome.put(n.name, "rebuilt");
+            }
+        }
+        // Attribute names and types of what will be built or written, checked before anything changes.
+        for (ServiceNode n : toBuild) checkAttrs(n.node, n.name, false);
+        for (ServiceNode n : toWrite) checkAttrs(n.node, n.name, false);
+        gone.sort(Comparator.<ServiceNode>comparingInt(s -> -s.priority).thenComparingInt(s -> -s.order));
+        for (ServiceNode sn : gone) {
+            if (sn.gobj != null) {
+                sn.gobj.stopTree();
+                sn.gobj.destroy();
+                if (services.get(sn.name) == sn.gobj) services.remove(sn.name);
+                sn.gobj = null;
+            }
+            Glog.info(null, "Service destroyed: its config changed", "service", sn.name, "what", outcome.get(sn.name));
+        }
+        autoplay = l.autoplay;
+        registry.configure(l.yunoSection);
+        globalVars.keySet().retainAll(baseVars.keySet());
+        globalVars.putAll(baseVars);
+        globalVars.putAll(l.vars);
+        serviceNodes.clear();
+        serviceNodes.addAll(l.nodes);
+        for (ServiceNode sn : toWrite) {
+            ObjectNode oldKw = Kw.getDict(old.get(sn.name).node, "kw");
+            ObjectNode newKw = Kw.getDict(sn.node, "kw");
+            for (String k : changedKeys(oldKw, newKw)) {
+                JsonNode v = newKw == null ? null : newKw.get(k);
+                Attr<?> a = sn.gobj.gclass().attr(k);
+                sn.gobj.writeAttr(k, v != null ? v : a.defaultJson());
+            }
+            Glog.info(null, "Service attributes written: its config changed", "service", sn.name);
+        }
+        Map<String, Set<String>> missing = missingGclasses();
+        List<ServiceNode> built = new ArrayList<>();
+        for (ServiceNode sn : toBuild) {
+            if (missing.containsKey(sn.name)) {
+                outcome.put(sn.name, "waiting");
+                continue;
+            }
+            try {
+                buildService(sn);
+                built.add(sn);
+            } catch (ConfigException e) {
+                Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
+                outcome.put(sn.name, "error: " + e.getMessage());
+            }
+        }
+        resolveNamedSubscribers();
+        if (l.traceLevels != null) {
+            pendingTraceLevels = l.traceLevels;
+            applyTraceLevels();
+        }
+        if (running) {
+            built.sort(Comparator.<ServiceNode>comparingInt(s -> s.priority).thenComparingInt(s -> s.order));
+            for (ServiceNode sn : built) startService(sn);
+        }
+        return outcome;
+    }
+
+    /**
+     * The checks {@code applyKw} makes at build time, without building: every kw key is an attribute of the node's
+     * gclass (or a Yuneta key Gatehouse accepts) and its value converts to the attribute's type (not inside templates,
+     * whose values hold variables until expanded). Nodes of gclasses not registered are skipped (they wait).
+     */
+    private void checkAttrs(JsonNode node, String path, boolean inTemplate) {
+        GClassSpec<?> spec = gclasses.get(Kw.getString(node, "gclass", ""));
+        JsonNode kw = node.get("kw");
+        if (spec != null && kw != null && kw.isObject()) {
+            var it = kw.fields();
+            while (it.hasNext()) {
+                var e = it.next();
+                String k = e.getKey();
+                if (k.equals("subscriber")) continue;
+                Attr<?> a = spec.attr(k);
+                if (a == null) {
+                    if (spec.unusedYunetaKeys().contains(k) || GENERIC_UNUSED_KEYS.contains(k)) continue;
+                    throw new ConfigException(path, "attribute '" + k + "' unknown in gclass " + spec.name());
+                }
+                if (inTemplate) continue;
+                try {
+                    a.fromJson(e.getValue());
+                } catch (IllegalArgumentException ex) {
+                    throw new ConfigException(path, ex.getMessage());
+                }
+            }
+        }
+        JsonNode children = node.has("children") ? node.get("children") : node.get("zchilds");
+        if (children != null && children.isArray()) {
+            int i = 0;
+            for (JsonNode c : children) checkAttrs(c, path + "/" + childLabel(c, i++), inTemplate);
+        }
+        JsonNode tpl = node.get("[^^children^^]");
+        if (tpl != null && tpl.get("__content__") != null) checkAttrs(tpl.get("__content__"), path + "/[^^children^^]", true);
+    }
+
+    /** True when the two nodes differ only in the service's own kw, and only in keys of writable attributes. */
+    private static boolean onlyWritableKwChanged(ServiceNode o, ServiceNode n) {
+        ObjectNode a = o.node.deepCopy();
+        ObjectNode b = n.node.deepCopy();
+        JsonNode ka = a.remove("kw");
+        JsonNode kb = b.remove("kw");
+        if (!a.equals(b)) return false;
+        ObjectNode oldKw = ka instanceof ObjectNode ? (ObjectNode) ka : null;
+        ObjectNode newKw = kb instanceof ObjectNode ? (ObjectNode) kb : null;
+        GClassSpec<?> spec = o.gobj.gclass();
+        Set<String> changed = changedKeys(oldKw, newKw);
+        if (changed.isEmpty()) return false;
+        for (String k : changed) {
+            Attr<?> attr = spec.attr(k);
+            if (attr == null || !attr.is(AttrFlag.WR)) return false;
+        }
+        return true;
+    }
+
+    private static Set<String> changedKeys(ObjectNode a, ObjectNode b) {
+        Set<String> keys = new java.util.TreeSet<>();
+        if (a != null) a.fieldNames().forEachRemaining(keys::add);
+        if (b != null) b.fieldNames().forEachRemaining(keys::add);
+        keys.removeIf(k -> java.util.Objects.equals(a == null ? null : a.get(k), b == null ? null : b.get(k)));
+        return keys;
     }
 
     private ObjectNode pendingTraceLevels;

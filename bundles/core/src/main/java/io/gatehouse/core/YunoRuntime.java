@@ -178,6 +178,16 @@ public final class YunoRuntime implements AutoCloseable {
         return call(() -> yuno.gclassLeft(gclassName));
     }
 
+    /**
+     * Applies a changed config to the running yuno: only the services whose node changed are touched (writable
+     * attribute values written, other changes rebuilt, removed ones destroyed, new ones built and started). A bad
+     * config throws {@link ConfigException} and changes nothing. Answers what happened to each service
+     * ({@code unchanged}, {@code written}, {@code rebuilt}, {@code removed}, {@code added}, {@code waiting}).
+     */
+    public Map<String, String> reconfigure(ObjectNode config) {
+        return call(() -> yuno.reconfigure(config));
+    }
+
     /** Services waiting for gclasses, with the gclasses they wait for. */
     public Map<String, Set<String>> waiting() {
         return call(() -> new LinkedHashMap<>(yuno.missingGclasses()));

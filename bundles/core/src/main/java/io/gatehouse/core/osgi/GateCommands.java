@@ -9,7 +9,7 @@ import org.osgi.service.component.annotations.Reference;
 
 /**
  * Gogo shell commands ({@code gate:cmd}, {@code gate:stats}, {@code gate:tree}, {@code gate:gclasses},
- * {@code gate:hub HUB 'command'}) on the same command path as the control endpoint. They work in the Felix Gogo
+ * {@code gate:hub HUB 'command'}, {@code gate:yuno [NAME 'command']} for Config Admin yunos) on the same command path as the control endpoint. They work in the Felix Gogo
  * shell and in the Karaf shell (which runs Gogo commands registered with {@code osgi.command.scope}).
  *
  * <p>Each command prints its answer (Gogo routes {@code System.out} to the session) instead of returning it:
@@ -22,12 +22,35 @@ import org.osgi.service.component.annotations.Reference;
         "osgi.command.function=stats",
         "osgi.command.function=tree",
         "osgi.command.function=gclasses",
-        "osgi.command.function=hub"
+        "osgi.command.function=hub",
+        "osgi.command.function=yuno"
 })
 public class GateCommands {
 
     @Reference
     private GatehouseCore core;
+
+    /** Yunos configured through Config Admin (factory PID io.gatehouse.yuno). */
+    @Reference(cardinality = org.osgi.service.component.annotations.ReferenceCardinality.MULTIPLE,
+            policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC)
+    private volatile java.util.List<ConfiguredYuno> configured;
+
+    /** {@code gate:yuno NAME 'list-services'}: a command for a Config Admin yuno; {@code gate:yuno} lists them. */
+    public void yuno(String... args) {
+        java.util.List<ConfiguredYuno> all = configured == null ? java.util.List.of() : configured;
+        if (args.length == 0) {
+            for (ConfiguredYuno y : all) System.out.println(y.name() + (y.runtime() != null ? "  running" : "  not running"));
+            return;
+        }
+        String line = String.join(" ", java.util.Arrays.copyOfRange(args, 1, args.length));
+        for (ConfiguredYuno y : all) {
+            if (args[0].equals(y.name())) {
+                System.out.println(pretty(y.command(line)));
+                return;
+            }
+        }
+        System.out.println(pretty(io.gatehouse.api.Envelope.error("no Config Admin yuno named '" + args[0] + "'")));
+    }
 
     /** {@code gate:cmd 'stats-yuno service=__input_side__'}: prints the JSON envelope. */
     public void cmd(String... words) {
