@@ -173,13 +173,13 @@ public class ConfigAdminYunoIT extends ITSupport {
         // Deleting the configuration stops the yuno: its control endpoint and its gate are gone.
         c.delete();
         await("the configured yuno stopped", 15_000, () -> ControlLink.tryCommand(port(1), "list-services") == null);
-        boolean gateClosed;
-        try (Socket s = new Socket("127.0.0.1", port(3))) {
-            gateClosed = false;
-        } catch (IOException e) {
-            gateClosed = true;
-        }
-        assertTrue("the gate's port is closed", gateClosed);
+        await("the gate's port closed", 10_000, () -> {
+            try (Socket s = new Socket("127.0.0.1", port(3))) {
+                return false;
+            } catch (IOException e) {
+                return true;
+            }
+        });
         assertEquals("the framework-property yuno keeps running", true,
             cmd(port(0), "list-services").contains("\"result\":0"));
         t.close();

@@ -174,11 +174,11 @@ public class ConfiguredYuno {
             control = null;
             context = null;
         }
-        if (cs != null) cs.close();
         if (rt != null) {
             rt.close();
             LOG.info("yuno {} stopped ({} deleted or its bundle stopped)", name, pid);
         }
+        if (cs != null) cs.close(); // last: its going away tells that the yuno is down
     }
 
     private synchronized void tryStart() {
