@@ -24,25 +24,46 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DiskFullIT {
     @Test
     @Timeout(600)
-    void shouldRefuseWithAClearErrorAndLoseNothingAckedWhenTheDiskIsFull() throws Exception {
+    void shouldRefuseWithAClearErrorAndLoseNothingAckedWhenAnotherWriterFillsTheDisk() throws Exception {
+        // KNOWN BUG (docs/RELIABILITY.md): the segment is a sparse mapping; when another writer takes the free
+        // space, the next store into an unbacked page faults (SIGBUS) and the gateway silently stops: no error
+        // logged, input no longer read, outputs no longer reconnect, acked messages not delivered until a restart.
+        Assumptions.assumeTrue(Boolean.getBoolean("gatehouse.reliability.knownbugs"),
+                "known bug, run with -Dgatehouse.reliability.knownbugs=true");
+        withSmallFs("ballast", true);
+    }
+
+    /** The queues fill their 64 MiB segments and cannot start new ones (4 KB messages, about 16,000 per queue). */
+    @Test
+    @Timeout(900)
+    void shouldRefuseWithAClearErrorAndLoseNothingAckedWhenTheQueuesFillTheDisk() throws Exception {
+        withSmallFs("rollover", false);
+    }
+
+    void withSmallFs(String name, boolean ballast) throws Exception {
         Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
                 "DiskFullIT needs root to mount a size-limited tmpfs; skipped");
-        Path work = Reliability.work("disk-full");
-        Path small = Files.createDirectories(work.resolve("small-fs"));
+        Path work = Reliability.work("disk-full-" + name);
+        Path small = Files.createDirectories(work.resolve("small-fs")).toAbsolutePath();
         Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", small.toString())
                 .redirectErrorStream(true).start();
         boolean mounted = mount.waitFor(20, TimeUnit.SECONDS) && mount.exitValue() == 0;
         Assumptions.assumeTrue(mounted, "cannot mount a tmpfs here (" + new String(mount.getInputStream().readAllBytes()) + "); skipped");
         try {
-            run(work, small);
+            run(work, small, ballast);
         } finally {
             Process u = new ProcessBuilder("umount", small.toString()).redirectErrorStream(true).start();
             u.waitFor(20, TimeUnit.SECONDS);
         }
     }
 
-    private void run(Path work, Path small) throws Exception {
-        int count = 200_000;   // 200 MiB of 1 KiB messages: more than the 160 MiB file system holds
+    static boolean gwAlive(GatewayProcess gw) {
+        return java.nio.file.Files.exists(Path.of("/proc/" + gw.pid()));
+    }
+
+    private void run(Path work, Path small, boolean ballast) throws Exception {
+        int size = ballast ? 1024 : 4_000;   // 16 KB x the 10,000 window overflows C_TCP max_tx_bytes (see RELIABILITY.md)
+        int count = 200 * (1 << 20) / size;   // 200 MiB of messages: more than the 160 MiB file system holds
         Reliability.Ports p = new Reliability.Ports();
         ObjectNode cfg = Reliability.gatewayConfig(p);
         Reliability.queueKw(cfg, 0).put("tranger_path", small.toString());
@@ -50,12 +71,32 @@ class DiskFullIT {
         Path config = Reliability.writeConfig(work, cfg);
         Path log = work.resolve("gateway.log");
         Reliability.Ledger ledger = new Reliability.Ledger();
+        BitSet acceptedFirst = null;
         try (GatewayProcess gw = new GatewayProcess(config, work.resolve("data"), log, p.control)) {
             gw.start();
             gw.awaitListening(p.input, 60_000);
             Reliability.Producer producer = new Reliability.Producer(p.input, 0, count);
-            producer.size = 1024;
+            producer.size = size;
             producer.resendAfterMs = 3000;
+            long ballastMb = 0;
+            if (ballast) {
+                // the queues have their segments; then another writer fills the file system
+                Reliability.Producer first = new Reliability.Producer(p.input, count, 2000);
+                first.size = 1024;
+                assertTrue(first.run(60_000), "a first batch is acked");
+                System.out.println("first batch: " + first.ackedCount() + " acked, " + first.sent.get() + " frames, "
+                        + first.reconnects.get() + " reconnects");
+                acceptedFirst = first.ackedIds();
+                try (java.io.FileOutputStream f = new java.io.FileOutputStream(small.resolve("ballast").toFile())) {
+                    byte[] mb = new byte[1 << 20];
+                    while (true) {
+                        f.write(mb);
+                        ballastMb++;
+                    }
+                } catch (java.io.IOException full) {
+                    // ENOSPC: the file system is full
+                }
+            }
             CompletableFuture<Boolean> flow = CompletableFuture.supplyAsync(() -> producer.run(240_000));
             // wait for the refusal, then for the acks to stop
             long deadline = System.currentTimeMillis() + 180_000;
@@ -71,24 +112,40 @@ class DiskFullIT {
             Thread.sleep(5000);
             long ackedWhileFull = producer.ackedCount() - acked0;
             producer.stop();
-            flow.get(60, TimeUnit.SECONDS);
+            try {
+                flow.get(30, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.TimeoutException stuck) {
+                Files.write(work.resolve("threads.txt"), new ProcessBuilder("jcmd", "" + gw.pid(), "Thread.print")
+                        .redirectErrorStream(true).start().getInputStream().readAllBytes());
+                throw new AssertionError("the producer is stuck; gateway threads in " + work.resolve("threads.txt"));
+            }
             long sent = producer.sent.get();
             BitSet acked = producer.ackedIds();
+            if (acceptedFirst != null) acked.or(acceptedFirst);
             String df = new String(new ProcessBuilder("df", "-m", small.toString()).start().getInputStream().readAllBytes()).trim();
-            boolean alive = Reliability.queued(p.control, 0) >= 0;
-            String logLine = Reliability.log(log).lines().filter(l -> l.contains("NOT SAVED") || l.contains("Cannot append"))
+            boolean alive = Reliability.queued(p.control, 0) >= 0 && gwAlive(gw);
+            String logLine = Reliability.log(log).lines().filter(l -> l.contains("NOT SAVED") || l.contains("Cannot append")
+                            || l.contains("InternalError") || l.contains("SIGBUS") || l.contains("fault"))
                     .findFirst().orElse("(none)");
 
             // the destinations come back: everything acked must arrive
             try (Reliability.IdSink s0 = new Reliability.IdSink(p.sink0, ledger);
                  Reliability.IdSink s1 = new Reliability.IdSink(p.sink1, ledger)) {
-                Reliability.awaitDelivered(ledger, acked, 180_000);
+                Reliability.awaitDelivered(ledger, acked, ballast ? 30_000 : 180_000);
                 Reliability.awaitQuiet(ledger, 2000, 30_000);
                 long lost = ledger.lost(acked);
-                Reliability.report("disk full", acked.cardinality(), ledger.distinct(), lost, ledger.duplicates(),
-                        String.format(Locale.ROOT, "160 MiB tmpfs; %d distinct ids offered (%d frames with resends),"
+                if (lost > 0) {
+                    Files.writeString(work.resolve("diagnostics.txt"), Reliability.command(p.control,
+                            "stats-yuno service=__output_side__").toPrettyString() + "\n"
+                            + Reliability.command(p.control, "command-yuno service=__output_side__ gobj=output-0 command=view-queue")
+                            .toPrettyString() + "\n" + new String(new ProcessBuilder("jcmd", "" + gw.pid(), "Thread.print")
+                            .redirectErrorStream(true).start().getInputStream().readAllBytes()));
+                }
+                Reliability.report("disk full (" + (ballast ? "another writer fills it" : "the queues fill it") + ")", count + (ballast ? 2000 : 0), ledger.distinct(), lost, ledger.duplicates(),
+                        String.format(Locale.ROOT, "160 MiB tmpfs%s; %d distinct ids offered (%d frames with resends),"
                                         + " %d acked before the store refused, %d acked in a 5 s window starting 5 s after the error;"
                                         + " gateway alive: %s; error: %s; df: %s",
+                                ballast ? ", filled by a " + ballastMb + " MiB ballast file after a first 2000 were acked" : ", filled by the queues",
                                 count, sent, acked.cardinality(), ackedWhileFull, alive,
                                 logLine.length() > 220 ? logLine.substring(0, 220) + "..." : logLine,
                                 df.replace('\n', ' ').replaceAll(" +", " ")));

@@ -314,8 +314,19 @@ final class Reliability {
             this.acked = new BitSet(count);
         }
 
+        private volatile Socket socket;
+
+        /** Stops the producer, closing its connection (a write blocked by TCP backpressure ends too). */
         void stop() {
             stopped = true;
+            Socket s = socket;
+            if (s != null) {
+                try {
+                    s.close();
+                } catch (IOException ignored) {
+                    // closing anyway
+                }
+            }
         }
 
         synchronized long ackedCount() {
@@ -352,6 +363,8 @@ final class Reliability {
             long paced = 0;
             while (!stopped && System.currentTimeMillis() < deadline && ackedCount() < count) {
                 try (Socket s = new Socket()) {
+                    socket = s;
+                    if (stopped) break;
                     s.connect(new InetSocketAddress(host, port), 2000);
                     s.setTcpNoDelay(true);
                     Semaphore credit = new Semaphore(window);

@@ -136,13 +136,17 @@ public final class SideBySide {
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
+    public static int freePortPublic() throws IOException {
+        return freePort();
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }
     }
 
-    static List<GClassSpec<?>> gclasses(TrQueueFactoryImpl queues) {
+    public static List<GClassSpec<?>> gclasses(TrQueueFactoryImpl queues) {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
                 new ChannelGClass().spec(), new IoGateGClass().spec(), QIoGateGClass.spec(queues),
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
@@ -196,7 +200,7 @@ public final class SideBySide {
         throw new IllegalStateException("not listening on " + port);
     }
 
-    static void deleteTree(Path p) throws IOException {
+    public static void deleteTree(Path p) throws IOException {
         if (!Files.exists(p)) return;
         try (Stream<Path> s = Files.walk(p)) {
             for (Path x : (Iterable<Path>) s.sorted(Comparator.reverseOrder())::iterator) Files.deleteIfExists(x);
