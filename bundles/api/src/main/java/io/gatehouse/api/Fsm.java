@@ -78,6 +78,15 @@ public final class Fsm<B> {
         return rows == null ? null : rows.get(event);
     }
 
+    /**
+     * The rows of a state by event (unmodifiable; empty for an unknown state). A dispatcher can keep the map of
+     * its current state and look an event up once per message instead of state then event.
+     */
+    public Map<String, Transition<B>> rowsOf(String state) {
+        Map<String, Transition<B>> rows = table.get(state);
+        return rows == null ? Map.of() : rows;
+    }
+
     /** Events that have a row in the given state. */
     public Set<String> eventsOf(String state) {
         Map<String, Transition<B>> rows = table.get(state);

@@ -60,6 +60,8 @@ final class GObjImpl implements GObj {
     private GObjBehavior behavior;
     private GObj bottom;
     private String state;
+    /** The FSM rows of {@link #state}, kept with it: send looks an event up once instead of state then event. */
+    private Map<String, Fsm.Transition<GObjBehavior>> rows;
     private boolean running;
     private boolean playing;
     private boolean disabled;
@@ -77,7 +79,7 @@ final class GObjImpl implements GObj {
         this.volatileChild = volatileChild;
         this.pureChild = pureChild;
         this.configNode = configNode;
-        this.state = fsm.initialState();
+        setState(fsm.initialState());
         for (Attr<?> a : spec.attrs().values()) {
             values.put(a.name(), defaultOf(a));
         }
@@ -363,12 +365,17 @@ final class GObjImpl implements GObj {
             return;
         }
         if (traces.contains("machine")) Glog.info(this, "state change", "from", state, "to", st);
+        setState(st);
+    }
+
+    private void setState(String st) {
         state = st;
+        rows = fsm.rowsOf(st);
     }
 
     @Override public boolean inState(String st) { return state.equals(st); }
     @Override public boolean hasInputEvent(String event) { return fsm.inputEvents().contains(event); }
-    @Override public boolean acceptsEvent(String event) { return fsm.lookup(state, event) != null; }
+    @Override public boolean acceptsEvent(String event) { return rows.get(event) != null; }
 
     @Override
     public int send(String event, ObjectNode kw, GObj src) {
@@ -377,7 +384,7 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
-        Fsm.Transition<GObjBehavior> t = fsm.lookup(state, event);
+        Fsm.Transition<GObjBehavior> t = rows.get(event);
         if (t == null) {
             Glog.error(this, "Event NOT DEFINED in state", "state", state, "event", event,
                     "src", src == null ? "" : src.shortName());
@@ -387,7 +394,7 @@ final class GObjImpl implements GObj {
         if (!traces.isEmpty() && traces.contains("machine")) {
             Glog.info(this, "event", "state", state, "event", event, "src", src == null ? "" : src.shortName());
         }
-        if (t.next() != null) state = t.next();
+        if (t.next() != null) setState(t.next());
         if (t.action() == null) {
             Kw.release(kw);
             return 0;

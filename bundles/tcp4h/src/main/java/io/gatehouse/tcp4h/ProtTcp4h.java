@@ -405,6 +405,7 @@ public final class ProtTcp4h implements GObjBehavior {
 
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();
+        boolean binary = Kw.gbuffer(kw) != null;
         ByteBuf out;
         try {
             out = frame(kw);
@@ -418,7 +419,9 @@ public final class ProtTcp4h implements GObjBehavior {
             Glog.error(gobj, "No bottom to send", "msgset", "internal_error");
             return -1;
         }
-        return bottom.send(Ev.EV_TX_DATA, Kw.withGbuffer(out), gobj);
+        // A binary message's kw carries its frame down (the transport reads only the gbuffer): one dict per
+        // message instead of two. A JSON message's kw was the payload; the frame goes in a kw of its own.
+        return bottom.send(Ev.EV_TX_DATA, binary ? Kw.setGbuffer(kw, out) : Kw.withGbuffer(out), gobj);
     }
 
     private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {
