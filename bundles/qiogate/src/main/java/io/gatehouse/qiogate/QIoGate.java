@@ -435,9 +435,25 @@ public final class QIoGate implements GObjBehavior {
                 buf.release();
             }
         }
-        ObjectNode out = gobj.readBool(WITH_METADATA) ? Kw.withoutRefs(src) : Kw.withoutMetadata(src);
+        boolean keepMetadata = gobj.readBool(WITH_METADATA);
+        // The kw is ours: when it holds nothing to strip (the usual case, a message just parsed by the relay),
+        // it is stored as it is instead of being copied.
+        ObjectNode out = !needsStripping(src, keepMetadata) ? src
+                : keepMetadata ? Kw.withoutRefs(src) : Kw.withoutMetadata(src);
         out.remove(Kw.MD_TRQ);
         return out;
+    }
+
+    /** True when Kw.withoutRefs (or Kw.withoutMetadata) would drop something from the dict: they recurse alike. */
+    private static boolean needsStripping(ObjectNode o, boolean keepMetadata) {
+        Iterator<Map.Entry<String, JsonNode>> it = o.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode v = e.getValue();
+            if (Kw.isRef(v) || (!keepMetadata && Kw.isMetadataKey(e.getKey()))) return true;
+            if (v instanceof ObjectNode && needsStripping((ObjectNode) v, keepMetadata)) return true;
+        }
+        return false;
     }
 
     /** EV_ON_MESSAGE from the bottom: an ack (or a nack) of a message sent. */
@@ -677,17 +693,18 @@ public final class QIoGate implements GObjBehavior {
      * record cannot be read (it stays pending on disk and is skipped until the next load).
      */
     private boolean transmit(InFlight f) {
-        ObjectNode json = trq.msgJson(f.msg);
-        if (json == null) {
-            Glog.error(gobj, "Message unreadable, skipped (still pending on disk)", "rowid", f.msg.rowid());
-            return false;
-        }
         ByteBuf buf = ByteBufAllocator.DEFAULT.buffer(256);
+        boolean readable;
         try {
-            Kw.writeJson(json, buf);
+            readable = trq.writeMsgJson(f.msg, buf);
         } catch (RuntimeException e) {
             buf.release();
             Glog.error(gobj, "Message cannot be serialised, skipped", "rowid", f.msg.rowid(), "error", String.valueOf(e));
+            return false;
+        }
+        if (!readable) {
+            buf.release();
+            Glog.error(gobj, "Message unreadable, skipped (still pending on disk)", "rowid", f.msg.rowid());
             return false;
         }
         long now = now();

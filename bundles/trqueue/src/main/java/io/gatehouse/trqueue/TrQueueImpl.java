@@ -9,9 +9,11 @@ import io.gatehouse.api.queue.FsyncPolicy;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileLock;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -502,6 +504,43 @@ final class TrQueueImpl implements TrQueue {
         md.put(MSG_T, m.t);
         md.put(MSG_GEN, m.generation);
         return kw;
+    }
+
+    /** The top-level key msgJson adds; a record that already holds it (anywhere) takes the parsing path. */
+    private static final byte[] MD_KEY = ("\"" + MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * The stored record is the compact JSON of an object, written by {@link JsonBytes} and checked by its CRC:
+     * its bytes are copied as they are, with {@code __md_trq__} appended inside the closing brace, which is what
+     * parsing it (msgJson) and serialising it again would write, without the two passes per message.
+     */
+    @Override
+    public boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
+        QueueMessageImpl m = own(msg);
+        if (m == null) return false;
+        Topic tp = topic();
+        if (tp == null || m.generation != generation) return false;
+        Segment s = tp.locate(m.rowid);
+        byte[] p = s == null ? null : tp.payload(s, m.rowid);
+        if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
+            return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
+        }
+        out.writeBytes(p, 0, p.length - 1);
+        if (p.length > 2) out.writeByte(',');
+        out.writeCharSequence("\"" + MD_TRQ + "\":{\"" + MSG_ROWID + "\":" + m.rowid + ",\"" + MSG_T + "\":" + m.t
+                + ",\"" + MSG_GEN + "\":" + m.generation + "}}", StandardCharsets.US_ASCII);
+        return true;
+    }
+
+    private static int indexOf(byte[] a, byte[] key) {
+        outer:
+        for (int i = 0; i <= a.length - key.length; i++) {
+            for (int j = 0; j < key.length; j++) {
+                if (a[i + j] != key[j]) continue outer;
+            }
+            return i;
+        }
+        return -1;
     }
 
     @Override

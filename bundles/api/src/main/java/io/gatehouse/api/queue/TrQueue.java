@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.netty.buffer.ByteBuf;
 
 import java.util.concurrent.Executor;
 
@@ -110,6 +112,18 @@ public interface TrQueue extends AutoCloseable {
      * {@code {"__msg_rowid__", "__msg_t__", "__msg_gen__"}}, ready to send. Null when it cannot be read (logged).
      */
     ObjectNode msgJson(QueueMessage msg);
+
+    /**
+     * Writes {@link #msgJson} of the message as compact JSON (what a sender puts on the wire) at the end of
+     * {@code out}. False, with nothing written, when the message cannot be read (logged). An implementation may
+     * write the stored bytes without parsing them and serialising them again; the JSON is the same.
+     */
+    default boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
+        ObjectNode json = msgJson(msg);
+        if (json == null) return false;
+        Kw.writeJson(json, out);
+        return true;
+    }
 
     /** A new object with the record's metadata: rowid, generation, t, tm, user_flag, system_flag, segment, offset, size. */
     ObjectNode msgMetadata(QueueMessage msg);

@@ -1,0 +1,73 @@
+package io.gatehouse.trqueue;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.queue.QueueMessage;
+import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.api.queue.TrQueueOptions;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** writeMsgJson copies the stored bytes: they must be exactly what serialising msgJson writes. */
+class WriteMsgJsonTest {
+    @TempDir
+    Path dir;
+
+    final TrQueueFactoryImpl factory = new TrQueueFactoryImpl();
+
+    @AfterEach
+    void tearDown() {
+        factory.close();
+    }
+
+    @Test
+    void sameBytesAsMsgJsonSerialised() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        List<String> messages = List.of(
+                "{}",
+                "{\"id\":\"a-1\",\"tm\":17,\"pad\":\"xxxx\"}",
+                "{\"n\":{\"deep\":[1,2.5,-3e10,true,null,\"s\"]},\"u\":\"\\u00e9t\\u00e9 \\\"q\\\" \\\\ \\n\"}",
+                "{\"big\":123456789012345678901234567890,\"neg\":-0.0,\"f\":1.0E-7}",
+                "{\"inner\":{\"__md_trq__\":{\"x\":1}}}",
+                "{\"s\":\"a \\\"__md_trq__\\\" in a string\"}");
+        for (String m : messages) {
+            QueueMessage qm = q.append(0, Kw.parse(m), 0);
+            assertNotNull(qm, m);
+            ByteBuf fast = Unpooled.buffer();
+            ByteBuf slow = Unpooled.buffer();
+            try {
+                assertTrue(q.writeMsgJson(qm, fast));
+                ObjectNode json = q.msgJson(qm);
+                Kw.writeJson(json, slow);
+                assertEquals(slow.toString(StandardCharsets.UTF_8), fast.toString(StandardCharsets.UTF_8), m);
+            } finally {
+                fast.release();
+                slow.release();
+            }
+        }
+    }
+
+    @Test
+    void unreadableWritesNothing() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        QueueMessage qm = q.append(0, Kw.parse("{\"a\":1}"), 0);
+        q.unload(qm, 0);
+        QueueMessage other = new QueueMessageImpl(null, 0, 1, 0, 0);
+        ByteBuf out = Unpooled.buffer();
+        try {
+            assertFalse(q.writeMsgJson(other, out));
+            assertEquals(0, out.readableBytes());
+        } finally {
+            out.release();
+        }
+    }
+}
