@@ -38,6 +38,13 @@ public interface GObjBehavior {
     default void onWriting(String attr) {}
 
     /**
+     * The attributes are about to be read from outside the gclass ({@link GObj#readAttr}, {@link GObj#attrsJson},
+     * the default stats). A gclass that counts in plain fields on its hot path, instead of a boxed attribute
+     * write per message, adds what it counted to the attributes now, so every reader sees exact values.
+     */
+    default void onReadAttrs() {}
+
+    /**
      * Own stats. Answer null to use the default parser (stats attributes of this gobj and its bottom chain in
      * an envelope). {@code src} tells who asks: a C_CHANNEL answers its bare counters to its parent.
      */

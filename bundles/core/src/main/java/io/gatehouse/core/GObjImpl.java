@@ -507,8 +507,19 @@ final class GObjImpl implements GObj {
         if (attr.is(AttrFlag.PERSIST)) yuno.savePersistent(this);
     }
 
+    /** Lets the behaviour put what it counts in fields into the attributes before they are read from outside. */
+    private void syncAttrs() {
+        if (behavior == null || destroyed) return;
+        try {
+            behavior.onReadAttrs();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onReadAttrs failed", "error", String.valueOf(e));
+        }
+    }
+
     @Override
     public JsonNode readAttr(String attrName) {
+        syncAttrs();
         Attr<?> a = spec.attr(attrName);
         return a == null ? null : a.toJson(values.get(attrName));
     }
@@ -524,6 +535,7 @@ final class GObjImpl implements GObj {
 
     @Override
     public ObjectNode attrsJson() {
+        syncAttrs();
         ObjectNode o = F.objectNode();
         for (Attr<?> a : spec.attrs().values()) o.set(a.name(), a.toJson(values.get(a.name())));
         return o;
@@ -567,6 +579,7 @@ final class GObjImpl implements GObj {
         int guard = 0;
         while (g != null && guard++ < 64) {
             GObjImpl gi = (GObjImpl) g;
+            gi.syncAttrs();
             for (Attr<?> a : gi.spec.attrs().values()) {
                 if (!a.is(AttrFlag.STATS)) continue;
                 if (reset && a.is(AttrFlag.RSTATS)) gi.values.put(a.name(), defaultOf(a));

@@ -208,6 +208,22 @@ public final class QIoGate implements GObjBehavior {
     private long lastBackupCheckMs;
     private boolean backupRefusedSaid;
     private boolean noBottomSaid;
+    // Attributes read per message, kept here (refreshConfig: at create, start and on every write).
+    private long maxPendingAcks;
+    private long timeoutAckMs;
+    private boolean withMetadata;
+    private long alertQueueSize;
+    private boolean disableAlert;
+    /** The last value given to the {@code alert} attribute. */
+    private boolean alert;
+    // Counted per message and added to the attributes when they are read (onReadAttrs, onStats): a boxed
+    // attribute write per counter and message was a visible share of the queue's cost.
+    private long dEnqueued;
+    private long dEnqueueErrors;
+    private long dAcks;
+    private long dNacks;
+    private long dIgnoredAcks;
+    private long dRetries;
 
     QIoGate(GObj gobj, TrQueueFactory factory) {
         this.gobj = gobj;
@@ -221,6 +237,15 @@ public final class QIoGate implements GObjBehavior {
         systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
         FsyncPolicy.parse(gobj.read(FSYNC_POLICY)); // a bad value is a config error, here
         if (gobj.readLong(TIMEOUT_POLL) <= 0) throw new IllegalArgumentException("timeout_poll must be > 0 ms");
+        refreshConfig();
+    }
+
+    private void refreshConfig() {
+        maxPendingAcks = gobj.readLong(MAX_PENDING_ACKS);
+        timeoutAckMs = gobj.readLong(TIMEOUT_ACK) * 1000L;
+        withMetadata = gobj.readBool(WITH_METADATA);
+        alertQueueSize = gobj.readLong(ALERT_QUEUE_SIZE);
+        disableAlert = gobj.readBool(DISABLE_ALERT);
     }
 
     @Override
@@ -229,6 +254,7 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "timeout_ack EMPTY, set 60", "timeout_ack", gobj.readLong(TIMEOUT_ACK));
             gobj.set(TIMEOUT_ACK, 60L);
         }
+        refreshConfig();
         if (openQueue() < 0) return -1;
         if (bottom() == null) {
             Glog.error(gobj, "C_QIOGATE without bottom: messages are queued, nothing is sent");
@@ -255,6 +281,7 @@ public final class QIoGate implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
+        refreshConfig();
         if (attr.equals(MAX_PENDING_ACKS.name())) sendBatch();
         if (attr.equals(ALERT_QUEUE_SIZE.name()) || attr.equals(DISABLE_ALERT.name())) checkAlert(false);
     }
@@ -384,12 +411,12 @@ public final class QIoGate implements GObjBehavior {
         kw.remove(ON_DURABLE);
         ObjectNode msg = messageOf(kw);
         if (msg == null) {
-            gobj.set(ENQUEUE_ERRORS, gobj.readLong(ENQUEUE_ERRORS) + 1);
+            dEnqueueErrors++;
             return -1;
         }
         if (trq == null && openQueue() < 0) {
             Glog.error(gobj, "Message NOT SAVED in the queue: queue not open", "topic_name", gobj.read(TOPIC_NAME));
-            gobj.set(ENQUEUE_ERRORS, gobj.readLong(ENQUEUE_ERRORS) + 1);
+            dEnqueueErrors++;
             return -1;
         }
         long t = (systemFlag & TrQueue.SF_T_MS) != 0 ? gobj.yuno().clock().epochMillis()
@@ -400,10 +427,10 @@ public final class QIoGate implements GObjBehavior {
             // so an upstream producer is not acked and sends again.
             Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
                     "msgs_in_queue", trq.size());
-            gobj.set(ENQUEUE_ERRORS, gobj.readLong(ENQUEUE_ERRORS) + 1);
+            dEnqueueErrors++;
             return -1;
         }
-        gobj.set(ENQUEUED, gobj.readLong(ENQUEUED) + 1);
+        dEnqueued++;
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
         }
@@ -416,7 +443,6 @@ public final class QIoGate implements GObjBehavior {
         }
         checkAlert(false);
         sendBatch();
-        refreshStats();
         return 0;
     }
 
@@ -435,7 +461,7 @@ public final class QIoGate implements GObjBehavior {
                 buf.release();
             }
         }
-        boolean keepMetadata = gobj.readBool(WITH_METADATA);
+        boolean keepMetadata = withMetadata;
         // The kw is ours: when it holds nothing to strip (the usual case, a message just parsed by the relay),
         // it is stored as it is instead of being copied.
         ObjectNode out = !needsStripping(src, keepMetadata) ? src
@@ -478,7 +504,6 @@ public final class QIoGate implements GObjBehavior {
         }
         int r = processAck(ack);
         sendBatch();
-        refreshStats();
         return r;
     }
 
@@ -522,7 +547,7 @@ public final class QIoGate implements GObjBehavior {
         }
         InFlight f = inflight.get(rowid);
         if (result < 0) {
-            gobj.set(NACKS, gobj.readLong(NACKS) + 1);
+            dNacks++;
             if (f != null) {
                 f.retries++;
                 f.nacked = true;
@@ -537,13 +562,13 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "Cannot clear the pending flag: the message may be sent again after a restart",
                     "rowid", rowid);
         }
-        gobj.set(ACKS, gobj.readLong(ACKS) + 1);
+        dAcks++;
         checkAlert(false);
         return 0;
     }
 
     private void countIgnored() {
-        gobj.set(IGNORED_ACKS, gobj.readLong(IGNORED_ACKS) + 1);
+        dIgnoredAcks++;
     }
 
     /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
@@ -605,7 +630,7 @@ public final class QIoGate implements GObjBehavior {
                     boolean timedOut = !f.nacked;
                     if (timedOut) f.retries++;
                     f.nacked = false;
-                    gobj.set(RETRIES, gobj.readLong(RETRIES) + 1);
+                    dRetries++;
                     if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
                         Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
                                 "rowid", f.msg.rowid(), "retries", f.retries);
@@ -627,14 +652,14 @@ public final class QIoGate implements GObjBehavior {
 
     /** The backoff of a message's n-th retry: base doubled per retry, capped at 8 x timeout_ack. */
     long backoff(long baseMs, int retries) {
-        long cap = Math.max(baseMs, 8L * gobj.readLong(TIMEOUT_ACK) * 1000L);
+        long cap = Math.max(baseMs, 8L * timeoutAckMs);
         long d = baseMs;
         for (int i = 0; i < retries && d < cap; i++) d *= 2;
         return Math.min(Math.max(1, d), cap);
     }
 
     private boolean windowFull() {
-        long max = gobj.readLong(MAX_PENDING_ACKS);
+        long max = maxPendingAcks;
         return max > 0 && inflight.size() >= max;
     }
 
@@ -709,7 +734,7 @@ public final class QIoGate implements GObjBehavior {
         }
         long now = now();
         f.sentAtMs = now;
-        f.dueMs = now + backoff(gobj.readLong(TIMEOUT_ACK) * 1000L, f.retries);
+        f.dueMs = now + backoff(timeoutAckMs, f.retries);
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message sent", "rowid", f.msg.rowid(), "retries", f.retries,
                     "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
@@ -756,10 +781,10 @@ public final class QIoGate implements GObjBehavior {
 
     private void checkAlert(boolean atOpen) {
         if (trq == null) return;
-        long limit = gobj.readLong(ALERT_QUEUE_SIZE);
+        long limit = alertQueueSize;
         int size = trq.size();
-        boolean over = limit > 0 && !gobj.readBool(DISABLE_ALERT) && size >= limit;
-        boolean was = gobj.readBool(ALERT);
+        boolean over = limit > 0 && !disableAlert && size >= limit;
+        boolean was = alert;
         if (over && (!was || (!atOpen && size % limit == 0))) {
             Glog.warn(gobj, gobj.read(ALERT_MESSAGE) + " " + size + " msgs", "node", hostName(),
                     "yuno", gobj.yuno().role() + "^" + gobj.yuno().name(), "queue", database(),
@@ -767,7 +792,10 @@ public final class QIoGate implements GObjBehavior {
         } else if (!over && was) {
             Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit);
         }
-        gobj.set(ALERT, over);
+        if (over != was) {
+            alert = over;
+            gobj.set(ALERT, over);
+        }
     }
 
     private static String hostName() {
@@ -800,6 +828,28 @@ public final class QIoGate implements GObjBehavior {
         }
     }
 
+    /** The attributes are read from outside: the gauges and the counters, exact. */
+    @Override
+    public void onReadAttrs() {
+        syncCounters();
+        refreshStats();
+    }
+
+    private void syncCounters() {
+        add(ENQUEUED, dEnqueued);
+        add(ENQUEUE_ERRORS, dEnqueueErrors);
+        add(ACKS, dAcks);
+        add(NACKS, dNacks);
+        add(IGNORED_ACKS, dIgnoredAcks);
+        add(RETRIES, dRetries);
+        dEnqueued = dEnqueueErrors = dAcks = dNacks = dIgnoredAcks = dRetries = 0;
+    }
+
+    private void add(Attr<Long> a, long n) {
+        if (n != 0) gobj.set(a, gobj.readLong(a) + n);
+    }
+
+    /** The gauges (msgs_in_queue, pending_acks, oldest_pending_age_ms) from the queue, for a reader. */
     private void refreshStats() {
         TrQueue q = trq;
         gobj.set(MSGS_IN_QUEUE, q == null ? 0L : (long) q.size());
@@ -841,6 +891,7 @@ public final class QIoGate implements GObjBehavior {
             JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
             if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
         }
+        syncCounters();
         if (reset) {
             for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) gobj.set(a, 0L);
         }
