@@ -209,6 +209,9 @@ public final class MqIoGate implements GObjBehavior {
     /** The child index of a non-empty key value with {@code lastdigits}. */
     static int lastdigits(String value, int digits, int n) {
         String tail = value.substring(Math.max(0, value.length() - digits));
+        if (tail.length() <= 18 && allDecimal(tail)) {
+            return (int) (Long.parseLong(tail) % n);   // fits a long: the usual case, no BigInteger per message
+        }
         BigInteger x = allDecimal(tail) ? new BigInteger(tail) : hexPrefix(tail);
         if (x.signum() < 0) return 0;
         return x.mod(BigInteger.valueOf(n)).intValue();
