@@ -30,27 +30,38 @@ class DiskFullIT {
         // logged, input no longer read, outputs no longer reconnect, acked messages not delivered until a restart.
         Assumptions.assumeTrue(Boolean.getBoolean("gatehouse.reliability.knownbugs"),
                 "known bug, run with -Dgatehouse.reliability.knownbugs=true");
-        withSmallFs("ballast", true);
+        withSmallFs("ballast", "160m", 1024, 200_000, true);
     }
 
-    /** The queues fill their 64 MiB segments and cannot start new ones (4 KB messages, about 16,000 per queue). */
+    /** Short profile: a 100 MiB file system has no room for a first 64 MiB segment (2 x segment size required). */
+    @Test
+    @Timeout(300)
+    void shouldRefuseEverythingWithAClearErrorWhenThereIsNoRoomForASegment() throws Exception {
+        withSmallFs("no-room", "100m", 1024, 5_000, false);
+    }
+
+    /**
+     * Long profile (about 2 minutes): the queues fill their 64 MiB segments of 1 KB messages and cannot start new
+     * ones on a 160 MiB file system.
+     */
     @Test
     @Timeout(900)
     void shouldRefuseWithAClearErrorAndLoseNothingAckedWhenTheQueuesFillTheDisk() throws Exception {
-        withSmallFs("rollover", false);
+        Assumptions.assumeTrue(Reliability.longProfile(), "long profile only (-Dgatehouse.reliability=long)");
+        withSmallFs("rollover", "160m", 1024, 200_000, false);
     }
 
-    void withSmallFs(String name, boolean ballast) throws Exception {
+    void withSmallFs(String name, String fsSize, int size, int count, boolean ballast) throws Exception {
         Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
                 "DiskFullIT needs root to mount a size-limited tmpfs; skipped");
         Path work = Reliability.work("disk-full-" + name);
         Path small = Files.createDirectories(work.resolve("small-fs")).toAbsolutePath();
-        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", small.toString())
+        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=" + fsSize, "tmpfs", small.toString())
                 .redirectErrorStream(true).start();
         boolean mounted = mount.waitFor(20, TimeUnit.SECONDS) && mount.exitValue() == 0;
         Assumptions.assumeTrue(mounted, "cannot mount a tmpfs here (" + new String(mount.getInputStream().readAllBytes()) + "); skipped");
         try {
-            run(work, small, ballast);
+            run(work, small, fsSize, size, count, ballast);
         } finally {
             Process u = new ProcessBuilder("umount", small.toString()).redirectErrorStream(true).start();
             u.waitFor(20, TimeUnit.SECONDS);
@@ -61,9 +72,7 @@ class DiskFullIT {
         return java.nio.file.Files.exists(Path.of("/proc/" + gw.pid()));
     }
 
-    private void run(Path work, Path small, boolean ballast) throws Exception {
-        int size = ballast ? 1024 : 4_000;   // 16 KB x the 10,000 window overflows C_TCP max_tx_bytes (see RELIABILITY.md)
-        int count = 200 * (1 << 20) / size;   // 200 MiB of messages: more than the 160 MiB file system holds
+    private void run(Path work, Path small, String fsSize, int size, int count, boolean ballast) throws Exception {
         Reliability.Ports p = new Reliability.Ports();
         ObjectNode cfg = Reliability.gatewayConfig(p);
         Reliability.queueKw(cfg, 0).put("tranger_path", small.toString());
@@ -141,11 +150,11 @@ class DiskFullIT {
                             .toPrettyString() + "\n" + new String(new ProcessBuilder("jcmd", "" + gw.pid(), "Thread.print")
                             .redirectErrorStream(true).start().getInputStream().readAllBytes()));
                 }
-                Reliability.report("disk full (" + (ballast ? "another writer fills it" : "the queues fill it") + ")", count + (ballast ? 2000 : 0), ledger.distinct(), lost, ledger.duplicates(),
-                        String.format(Locale.ROOT, "160 MiB tmpfs%s; %d distinct ids offered (%d frames with resends),"
+                Reliability.report("disk full (" + name + ")", count + (ballast ? 2000 : 0), ledger.distinct(), lost, ledger.duplicates(),
+                        String.format(Locale.ROOT, "%s tmpfs%s; %d distinct ids offered (%d frames with resends),"
                                         + " %d acked before the store refused, %d acked in a 5 s window starting 5 s after the error;"
                                         + " gateway alive: %s; error: %s; df: %s",
-                                ballast ? ", filled by a " + ballastMb + " MiB ballast file after a first 2000 were acked" : ", filled by the queues",
+                                fsSize, ballast ? ", filled by a " + ballastMb + " MiB ballast file after a first 2000 were acked" : count * size > (100 << 20) ? ", filled by the queues" : ", no room for a first segment",
                                 count, sent, acked.cardinality(), ackedWhileFull, alive,
                                 logLine.length() > 220 ? logLine.substring(0, 220) + "..." : logLine,
                                 df.replace('\n', ' ').replaceAll(" +", " ")));
