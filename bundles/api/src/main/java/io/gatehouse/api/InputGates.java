@@ -73,6 +73,10 @@ public final class InputGates {
      */
     public static int reply(GObj from, GObj gate, ObjectNode json, JsonNode temp) {
         if (gate == null || gate.isDestroyed()) return -1;
+        // The connection may have closed since the message came (an ack waits for the fsync): a reply for a
+        // closed channel goes nowhere, and the peer gets it again after its resend, so say nothing.
+        GObj channel = Kw.ref(temp, "channel_gobj", GObj.class);
+        if (channel != null && (channel.isDestroyed() || !channel.acceptsEvent(Ev.EV_SEND_MESSAGE))) return -1;
         ByteBuf out = PooledByteBufAllocator.DEFAULT.buffer(64);
         Kw.writeJson(json, out);
         ObjectNode kw = Kw.withGbuffer(out);
