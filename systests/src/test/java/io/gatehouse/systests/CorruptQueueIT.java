@@ -161,10 +161,12 @@ class CorruptQueueIT {
                 long lostAll = count - got.cardinality();
                 List<String> aside;
                 try (Stream<Path> s = Files.list(keys)) {
-                    aside = s.map(x -> x.getFileName().toString()).filter(n -> n.contains(".tail-") || n.contains(".corrupt-")).toList();
+                    aside = s.map(x -> x.getFileName().toString()).filter(n -> n.contains(".tail-") || n.contains(".corrupt-")
+                            || n.contains(".damaged-")).toList();
                 }
                 String text = Reliability.log(log);
-                String reported = Stream.of("Queue tail truncated", "Queue segment corrupt, set aside",
+                String reported = Stream.of("Queue records damaged, set aside", "Queue tail truncated",
+                        "Queue segment corrupt, set aside",
                         "Queue segment header repaired", "Cannot load topic_var.json").filter(text::contains)
                         .findFirst().orElse("nothing");
                 boolean alive = Reliability.queued(p.control, 1) >= 0;
@@ -181,6 +183,9 @@ class CorruptQueueIT {
                         "the damage is reported in the log");
                 if (damage == Damage.FLIPPED_BYTE || damage == Damage.ZERO_FILLED) {
                     assertTrue(!aside.isEmpty(), "the damaged part is set aside");
+                    // recovery resynchronises on the next valid frame: only the damaged record is lost
+                    assertEquals(after.cardinality(), afterGot.cardinality(), "every record after the damaged one");
+                    assertEquals(1, lostAll, "only the damaged record is lost");
                 }
                 assertEquals(0, gw.stop(), "SIGTERM stops the gateway with exit 0");
             }

@@ -23,12 +23,20 @@ final class Segment {
     static final int OFF_FLAG = 32;
     static final int OFF_SYSFLAG = 34;
     static final int OFF_GEN = 36;
+    /**
+     * A gap marker: damaged bytes that an open set aside and replaced, so that later opens skip them quietly.
+     * 24 bytes, 8-byte aligned where a frame would start: {@code "GGAP"} (read as a frame length it is never
+     * sane) · CRC32C of bytes 8..23 · length of the gap in bytes (marker included, up to the next frame) ·
+     * low 32 bits of the generation · 0. The rest of the gap is zero-filled.
+     */
+    static final int GAP_MAGIC = 0x47474150;
+    static final int GAP_HEADER = 24;
 
     final Path path;
     final long base;
     FileChannel ch;
     MappedByteBuffer map;
-    /** Frame offsets inside the file, by rowid - base. */
+    /** Frame offsets inside the file, by rowid - base; 0 for a row lost in a gap (damaged, set aside). */
     int[] offsets = new int[256];
     int count;
     /** Where the next frame goes. */
@@ -50,7 +58,7 @@ final class Segment {
     }
 
     boolean has(long rowid) {
-        return unreadable == null && rowid >= base && rowid < base + count;
+        return unreadable == null && rowid >= base && rowid < base + count && offsets[(int) (rowid - base)] != 0;
     }
 
     int offset(long rowid) {

@@ -212,35 +212,42 @@ final class Topic {
                 headerOk = validHeader(hb, s.base);
             }
             // frames: scan in big windows, one read per window, not one per record
-            int win = Math.max(1 << 20, maxFrame + Segment.REC_HEADER);
-            ByteBuffer b = ByteBuffer.allocate((int) Math.min(win, Math.max(size, Segment.REC_HEADER)));
-            byte[] arr = b.array();
-            long winStart = -1;
-            int winLen = 0;
+            Window w = new Window(s, size, Math.max(1 << 20, maxFrame + Segment.REC_HEADER));
             long pos = Segment.HEADER;
             long expected = s.base;
+            // rows from `expected` on may be missing from here: the start of a known gap, else pos
+            long lostSince = pos;
+            boolean restZero = false;
             while (pos + Segment.REC_HEADER <= size) {
-                if (winStart < 0 || pos + Segment.REC_HEADER > winStart + winLen) {
-                    winStart = pos;
-                    winLen = fill(s, b, pos, size);
+                long maxRowid = maxRowidAt(pos, lostSince, expected, nextBase);
+                long rowid = frameAt(w, pos, expected, maxRowid);
+                if (rowid < 0) {
+                    long gap = gapAt(w, pos);
+                    if (gap > 0) { // a damaged region set aside by an earlier open
+                        pos += gap;
+                        continue;
+                    }
+                    if (!last) break;
+                    long[] found = resync(w, pos, lostSince, expected);
+                    if (found == null) { // a torn tail, or space not yet written
+                        restZero = w.allZero;
+                        break;
+                    }
+                    setAsideDamaged(s, w, pos, found[0], expected, found[1] - 1);
+                    pos = found[0];
+                    continue;
                 }
-                int rel = (int) (pos - winStart);
-                int len = b.getInt(rel);
-                if (len < Segment.REC_HEADER || len > maxFrame || pos + len > size) break;
-                if (rel + len > winLen) {
-                    winStart = pos;
-                    winLen = fill(s, b, pos, size);
-                    rel = 0;
+                int rel = w.rel(pos);
+                int len = w.b.getInt(rel);
+                if ((w.b.getShort(rel + Segment.OFF_FLAG) & TrQueueImpl.PENDING) != 0) pendingOnDisk++;
+                while (expected < rowid) { // the rows of a gap
+                    s.add(0);
+                    expected++;
                 }
-                if (b.getLong(rel + Segment.OFF_ROWID) != expected || b.getInt(rel + Segment.OFF_GEN) != genLow) break;
-                crc.reset();
-                crc.update(arr, rel + Segment.OFF_ROWID, Segment.OFF_FLAG - Segment.OFF_ROWID);
-                crc.update(arr, rel + Segment.OFF_SYSFLAG, len - Segment.OFF_SYSFLAG);
-                if ((int) crc.getValue() != b.getInt(rel + Segment.OFF_CRC)) break;
-                if ((b.getShort(rel + Segment.OFF_FLAG) & TrQueueImpl.PENDING) != 0) pendingOnDisk++;
                 s.add((int) pos);
                 expected++;
                 pos += Segment.align8(len);
+                lostSince = pos;
                 if (!last && expected == nextBase) break;
             }
             // the last frame's padding may be missing from a cut file: the next frame still goes after it
@@ -250,7 +257,7 @@ final class Topic {
             boolean complete = expected == nextBase || (sealed > 0 && expected == s.base + sealed - 1);
             if (!last && !complete) {
                 salvage(s, validEnd, nextBase);
-            } else if (last && validEnd < size) {
+            } else if (last && validEnd < size && !restZero) {
                 cutTail(s, validEnd, size);
             }
             if (!headerOk) {
@@ -292,6 +299,138 @@ final class Topic {
             }
         }
         return all;
+    }
+
+    /** A read window over a segment file being scanned. */
+    private final class Window {
+        final Segment s;
+        final long size;
+        final ByteBuffer b;
+        final byte[] arr;
+        long start = -1;
+        int len;
+        /** Set by {@link #resync}: every byte it went over was zero. */
+        boolean allZero;
+
+        Window(Segment s, long size, int capacity) {
+            this.s = s;
+            this.size = size;
+            this.b = ByteBuffer.allocate((int) Math.min(capacity, Math.max(size, Segment.REC_HEADER)));
+            this.arr = b.array();
+        }
+
+        /** Makes bytes [pos, pos + n) readable in the window; false when they go past the end of the file. */
+        boolean ensure(long pos, int n) throws IOException {
+            if (pos + n > size) return false;
+            if (start < 0 || pos < start || pos + n > start + len) {
+                start = pos;
+                len = fill(s, b, pos, size);
+            }
+            return true;
+        }
+
+        int rel(long pos) {
+            return (int) (pos - start);
+        }
+    }
+
+    /** The highest rowid a frame at pos may carry: the next one, or more after a gap of that many bytes. */
+    private static long maxRowidAt(long pos, long lostSince, long expected, long nextBase) {
+        long max = expected + (pos - lostSince) / Segment.REC_HEADER;
+        return nextBase < 0 ? max : Math.min(max, nextBase - 1);
+    }
+
+    /**
+     * The rowid of a valid frame at pos (length sane and inside the file, generation, rowid in [min, max], CRC32C),
+     * else -1. A valid frame is left readable in the window.
+     */
+    private long frameAt(Window w, long pos, long minRowid, long maxRowid) throws IOException {
+        if (!w.ensure(pos, Segment.REC_HEADER)) return -1;
+        int rel = w.rel(pos);
+        int len = w.b.getInt(rel);
+        if (len < Segment.REC_HEADER || len > Segment.align8(Segment.REC_HEADER + maxMessageSize)
+                || pos + len > w.size) return -1;
+        if (w.b.getInt(rel + Segment.OFF_GEN) != genLow) return -1;
+        long rowid = w.b.getLong(rel + Segment.OFF_ROWID);
+        if (rowid < minRowid || rowid > maxRowid) return -1;
+        if (!w.ensure(pos, len)) return -1;
+        rel = w.rel(pos);
+        crc.reset();
+        crc.update(w.arr, rel + Segment.OFF_ROWID, Segment.OFF_FLAG - Segment.OFF_ROWID);
+        crc.update(w.arr, rel + Segment.OFF_SYSFLAG, len - Segment.OFF_SYSFLAG);
+        return (int) crc.getValue() == w.b.getInt(rel + Segment.OFF_CRC) ? rowid : -1;
+    }
+
+    /** The length of a valid gap marker at pos, else -1. */
+    private long gapAt(Window w, long pos) throws IOException {
+        if (!w.ensure(pos, Segment.GAP_HEADER)) return -1;
+        int rel = w.rel(pos);
+        if (w.b.getInt(rel) != Segment.GAP_MAGIC || w.b.getInt(rel + 16) != genLow) return -1;
+        long gap = w.b.getLong(rel + 8);
+        if (gap < Segment.GAP_HEADER || (gap & 7) != 0 || pos + gap > w.size) return -1;
+        crc.reset();
+        crc.update(w.arr, rel + 8, Segment.GAP_HEADER - 8);
+        return (int) crc.getValue() == w.b.getInt(rel + 4) ? gap : -1;
+    }
+
+    /**
+     * After an invalid frame at pos, looks for the next valid one position by position (frames are 8-byte
+     * aligned; a damaged length is never trusted to skip). Answers {offset, rowid}, or null when none follows;
+     * then {@code w.allZero} tells whether every byte from pos to the end of the file is zero.
+     */
+    private long[] resync(Window w, long pos, long lostSince, long expected) throws IOException {
+        boolean zero = true;
+        for (long q = pos; q < w.size; q += 8) {
+            int n = (int) Math.min(8, w.size - q);
+            if (zero) {
+                w.ensure(q, n);
+                int rel = w.rel(q);
+                if (n == 8) {
+                    zero = w.b.getLong(rel) == 0;
+                } else {
+                    for (int i = 0; i < n; i++) if (w.arr[rel + i] != 0) zero = false;
+                }
+            }
+            if (q > pos && q + Segment.REC_HEADER <= w.size) {
+                long rowid = frameAt(w, q, expected, maxRowidAt(q, lostSince, expected, -1));
+                if (rowid >= 0) return new long[] {q, rowid};
+            }
+        }
+        w.allZero = zero;
+        return null;
+    }
+
+    /**
+     * A damaged region [from, to) followed by valid frames: its bytes are copied aside, it is replaced by a gap
+     * marker (later opens skip it quietly) and forced, and the rows it held are lost.
+     */
+    private void setAsideDamaged(Segment s, Window w, long from, long to, long lostFrom, long lostTo)
+            throws IOException {
+        int n = (int) (to - from);
+        ByteBuffer bad = ByteBuffer.allocate(n);
+        readFully(s, bad, from);
+        Path aside = s.path.resolveSibling(s.path.getFileName() + ".damaged-" + from + "-" + System.currentTimeMillis());
+        ops.writeAtomic(aside, bad.array());
+        ByteBuffer fill = ByteBuffer.allocate(Math.min(n, 1 << 16));
+        for (long p = from; p < to; ) {
+            boolean marker = p == from && n >= Segment.GAP_HEADER;
+            if (marker) {
+                fill.putInt(0, Segment.GAP_MAGIC).putInt(4, 0).putLong(8, n).putInt(16, genLow).putInt(20, 0);
+                crc.reset();
+                crc.update(fill.array(), 8, Segment.GAP_HEADER - 8);
+                fill.putInt(4, (int) crc.getValue());
+            }
+            fill.clear();
+            fill.limit((int) Math.min(fill.capacity(), to - p));
+            while (fill.hasRemaining()) p += ops.write(s.path, s.ch, fill, p);
+            if (marker) java.util.Arrays.fill(fill.array(), 0, Segment.GAP_HEADER, (byte) 0);
+        }
+        ops.force(s.path, s.ch);
+        w.start = -1; // the window may hold the old bytes
+        lostRows = true;
+        Glog.error(null, "Queue records damaged, set aside", "topic", name, "segment", s.path.toString(),
+                "offset", from, "length", n, "set_aside", aside.toString(), "rows_lost", lostTo - lostFrom + 1,
+                "lost_from", lostFrom, "lost_to", lostTo);
     }
 
     private int fill(Segment s, ByteBuffer b, long pos, long size) throws IOException {

@@ -214,7 +214,8 @@ final class TrQueueImpl implements TrQueue {
             long from = Math.max(start, s.base);
             long to = s.lastRowid();
             for (long r = from; r <= to; r++) {
-                if ((s.flag(s.offset(r)) & PENDING) != 0) {
+                int off = s.offset(r);
+                if (off != 0 && (s.flag(off) & PENDING) != 0) { // 0: a row lost in a gap
                     if (first == 0) first = r;
                     addToList(r);
                 }
@@ -266,6 +267,7 @@ final class TrQueueImpl implements TrQueue {
                 continue;
             }
             for (long r = s.base; r <= s.lastRowid(); r++) {
+                if (s.offset(r) == 0) continue; // a row lost in a gap
                 long t = s.t(s.offset(r));
                 if ((fromT == 0 || t >= fromT) && (toT == 0 || t <= toT)) addToList(r);
             }
