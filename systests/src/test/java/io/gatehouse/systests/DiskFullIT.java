@@ -61,7 +61,7 @@ class DiskFullIT {
         boolean mounted = mount.waitFor(20, TimeUnit.SECONDS) && mount.exitValue() == 0;
         Assumptions.assumeTrue(mounted, "cannot mount a tmpfs here (" + new String(mount.getInputStream().readAllBytes()) + "); skipped");
         try {
-            run(work, small, fsSize, size, count, ballast);
+            run(name, work, small, fsSize, size, count, ballast);
         } finally {
             Process u = new ProcessBuilder("umount", small.toString()).redirectErrorStream(true).start();
             u.waitFor(20, TimeUnit.SECONDS);
@@ -72,7 +72,7 @@ class DiskFullIT {
         return java.nio.file.Files.exists(Path.of("/proc/" + gw.pid()));
     }
 
-    private void run(Path work, Path small, String fsSize, int size, int count, boolean ballast) throws Exception {
+    private void run(String name, Path work, Path small, String fsSize, int size, int count, boolean ballast) throws Exception {
         Reliability.Ports p = new Reliability.Ports();
         ObjectNode cfg = Reliability.gatewayConfig(p);
         Reliability.queueKw(cfg, 0).put("tranger_path", small.toString());
