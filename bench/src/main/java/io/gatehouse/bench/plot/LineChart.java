@@ -55,7 +55,7 @@ public final class LineChart {
     }
 
     public void write(Path file) throws IOException {
-        int w = 900, h = 520, left = 95, right = 200, top = 50, bottom = 60;
+        int w = 980, h = 520, left = 95, right = 250, top = 50, bottom = 60;
         BufferedImage img = new BufferedImage(w, h, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = img.createGraphics();
         g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
@@ -104,7 +104,7 @@ public final class LineChart {
                 g.setColor(new Color(0xeeeeee));
                 g.drawLine(px, top, px, top + ph);
                 g.setColor(Color.DARK_GRAY);
-                String lab = fmt(x);
+                String lab = x == Math.rint(x) && x < 1_000_000 ? String.format(Locale.ROOT, "%.0f", x) : fmt(x);
                 g.drawString(lab, px - fm.stringWidth(lab) / 2, top + ph + 18);
             }
             break;
