@@ -50,6 +50,9 @@ public final class ProtTcp4h implements GObjBehavior {
             "Server side: the bottom is dropped only if it is running");
     static final Attr<Long> TIMEOUT_PAYLOAD = Attr.integer("timeout_payload", 5000, AttrFlag.PERSIST,
             "Timeout waiting the rest of a payload, ms");
+    static final Attr<Long> TIMEOUT_HEADER = Attr.integer("timeout_header", 0, AttrFlag.PERSIST,
+            "Close a connection that sends no complete frame within this time after connecting, or whose frame"
+            + " header stays incomplete this long, ms; 0 = never (Yuneta)");
     static final Attr<Long> TIMEOUT_CLOSE = Attr.integer("timeout_close", 3000, AttrFlag.PERSIST,
             "Timeout waiting the transport to disconnect after a drop, ms");
     static final Attr<Long> TIMEOUT_HANDSHAKE = Attr.integer("timeout_handshake", 5000, AttrFlag.PERSIST,
@@ -67,7 +70,7 @@ public final class ProtTcp4h implements GObjBehavior {
     static final Attr<Boolean> INPUT_BLOCKED = Attr.bool("input_blocked", false, AttrFlag.VOLATILE | AttrFlag.STATS,
             "Input stopped by the threshold or by EV_PAUSE_INPUT");
 
-    static final Attr<?>[] ATTRS = {URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_CLOSE,
+    static final Attr<?>[] ATTRS = {URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_HEADER, TIMEOUT_CLOSE,
         TIMEOUT_HANDSHAKE, INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, CRYPTO, TCP_KW, CONNECTED, INPUT_BLOCKED};
 
     // --- States and FSM ---
@@ -93,7 +96,7 @@ public final class ProtTcp4h implements GObjBehavior {
             .on(Ev.EV_DROP,          ProtTcp4h::acDrop)
             .on(Ev.EV_PAUSE_INPUT,   ProtTcp4h::acPauseInput)
             .on(Ev.EV_RESUME_INPUT,  ProtTcp4h::acResumeInput)
-            .ignore(Ev.EV_TIMEOUT)
+            .on(Ev.EV_TIMEOUT,       ProtTcp4h::acTimeoutHeader)
             .ignore(Ev.EV_TX_READY)
         .state(ST_WAIT_PAYLOAD)
             .enteredByAction()
@@ -127,6 +130,10 @@ public final class ProtTcp4h implements GObjBehavior {
     private boolean thresholdBlocked;
     private boolean pausedByUpper;
     private boolean bottomPaused;
+    /** A complete frame arrived since the connection opened. */
+    private boolean anyFrame;
+    /** When the header guard ({@code timeout_header}) started counting (nanoTime), 0 when it does not run. */
+    private long guardSince;
 
     public ProtTcp4h(GObj gobj) {
         this.gobj = gobj;
@@ -226,6 +233,7 @@ public final class ProtTcp4h implements GObjBehavior {
                         buf = null;
                     }
                     gobj.changeState(ST_WAIT_FRAME_HEADER);
+                    guardSince = 0; // we stopped reading: the peer is not late
                     return;
                 }
                 ByteBuf frame = framer.decode(alloc, buf);
@@ -251,7 +259,26 @@ public final class ProtTcp4h implements GObjBehavior {
             setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
         } else {
             gobj.changeState(ST_WAIT_FRAME_HEADER);
+            armHeaderGuard();
         }
+    }
+
+    /**
+     * The header guard (opt-in, {@code timeout_header} > 0): while waiting for a header, it runs before the first
+     * frame of the connection, and from the end of the last frame (or the first byte of a header after an idle
+     * period) while part of a header is held; more header bytes do not restart it. An idle connection between
+     * complete frames is not timed, nor is a connection whose input we stopped.
+     */
+    private void armHeaderGuard() {
+        long t = gobj.readLong(TIMEOUT_HEADER);
+        if (t <= 0 || inputBlocked() || (anyFrame && !framer.hasPartial())) {
+            if (guardSince != 0) clearTimer();
+            guardSince = 0;
+            return;
+        }
+        long now = System.nanoTime();
+        if (guardSince == 0) guardSince = now;
+        setTimer(Math.max(1, t - (now - guardSince) / 1_000_000));
     }
 
     private void drainHeld() {
@@ -261,6 +288,8 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private void deliver(ByteBuf frame) {
+        anyFrame = true;
+        guardSince = 0;
         int len = frame.readableBytes();
         ObjectNode kw = Kw.withGbuffer(frame);
         if (thresholdMsgs > 0 || thresholdBytes > 0) {
@@ -362,9 +391,13 @@ public final class ProtTcp4h implements GObjBehavior {
         pausedByUpper = false;
         bottomPaused = false;
         clearTimer();
+        anyFrame = false;
+        guardSince = 0;
         opened = true;
         if (!gobj.isRunning()) {
             gobj.changeState(St.ST_DISCONNECTED);
+        } else {
+            armHeaderGuard();
         }
         return gobj.publish(Ev.EV_ON_OPEN, kw);
     }
@@ -432,6 +465,25 @@ public final class ProtTcp4h implements GObjBehavior {
         return 0;
     }
 
+    private int acTimeoutHeader(String event, ObjectNode kw, GObj src) {
+        long t = gobj.readLong(TIMEOUT_HEADER);
+        if (t <= 0 || guardSince == 0 || inputBlocked()) {
+            return 0; // a stale timer: the guard does not run now
+        }
+        if (System.nanoTime() - guardSince < t * 1_000_000) {
+            armHeaderGuard(); // early (the timeout was changed): wait the rest
+            return 0;
+        }
+        GObj bottom = gobj.bottom();
+        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr("peername").asText(""));
+        Glog.warn(gobj, "Timeout waiting frame header", "msgset", "protocol_error", "peername", peer,
+                "timeout_header", t, "waiting", anyFrame ? "rest of a header" : "first frame");
+        guardSince = 0;
+        framer.reset();
+        close();
+        return 0;
+    }
+
     private int acTimeoutWaitDisconnected(String event, ObjectNode kw, GObj src) {
         Glog.warn(gobj, "Timeout waiting disconnected", "msgset", "protocol_error");
         dropBottom();
@@ -456,6 +508,10 @@ public final class ProtTcp4h implements GObjBehavior {
     /** An upper gobj cannot take more (e.g. its output is not writable): stop reading. */
     private int acPauseInput(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
+        if (gobj.inState(ST_WAIT_FRAME_HEADER) && guardSince != 0) { // we stop reading: the peer is not late
+            clearTimer();
+            guardSince = 0;
+        }
         pausedByUpper = true;
         updateBottomPause();
         return 0;
@@ -481,6 +537,9 @@ public final class ProtTcp4h implements GObjBehavior {
         drainHeld();
         if (!gobj.inState(St.ST_DISCONNECTED)) {
             updateBottomPause();
+        }
+        if (gobj.inState(ST_WAIT_FRAME_HEADER) && held.isEmpty()) {
+            armHeaderGuard();
         }
         return 0;
     }
