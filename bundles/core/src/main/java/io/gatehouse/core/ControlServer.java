@@ -133,6 +133,12 @@ public final class ControlServer implements AutoCloseable {
 
         @Override
         protected void channelRead0(ChannelHandlerContext ctx, ByteBuf frame) {
+            if (!frame.isReadable()) {
+                // The TCP4H contract: a header of 4 (empty payload) closes the connection with an error.
+                Glog.error(null, "frame_length cannot be 0", "peer", String.valueOf(ctx.channel().remoteAddress()));
+                ctx.close();
+                return;
+            }
             ObjectNode req;
             try {
                 req = Kw.parse(frame);

@@ -401,7 +401,9 @@ final class GObjImpl implements GObj {
         }
         try {
             return t.action().run(behavior, event, kw, src);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | InternalError | StackOverflowError e) {
+            // InternalError: a fault in a mapped file (a disk filled under us). The action fails, the yuno goes on:
+            // an error escaping to the event loop would also cancel the periodic timers silently.
             Glog.error(this, "Action failed", "state", state, "event", event, "error", String.valueOf(e));
             if (YunoImpl.DEBUG_EXCEPTIONS) e.printStackTrace();
             Kw.release(kw);
@@ -686,7 +688,14 @@ final class GObjImpl implements GObj {
     public Cancellable setPeriodic(long periodMs, String event) {
         long p = Math.max(1, periodMs);
         ScheduledFuture<?> f = yuno.eventLoop().scheduleAtFixedRate(() -> {
-            if (!destroyed) send(event, null, this);
+            // A periodic task that throws is never run again by the executor: nothing may escape from it.
+            try {
+                if (!destroyed) send(event, null, this);
+            } catch (RuntimeException | Error e) {
+                Glog.error(this, "Periodic timer action failed, the timer goes on", "event", event, "error", String.valueOf(e));
+                if (e instanceof VirtualMachineError && !(e instanceof InternalError)
+                        && !(e instanceof StackOverflowError)) throw (Error) e;
+            }
         }, p, p, TimeUnit.MILLISECONDS);
         timers.add(f);
         return () -> {

@@ -65,4 +65,15 @@ class ControlServerTest {
             assertEquals(2, withKw.get("data").get("times").asInt(), withKw.toString());
         }
     }
+
+    @Test
+    void shouldCloseTheConnectionOnAZeroLengthFrame() throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setSoTimeout(5000);
+            DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            out.writeInt(4);
+            out.flush();
+            assertEquals(-1, s.getInputStream().read(), "closed by the endpoint");
+        }
+    }
 }

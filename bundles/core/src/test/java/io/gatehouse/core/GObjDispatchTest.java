@@ -127,4 +127,17 @@ class GObjDispatchTest {
         Thread.sleep(120);
         assertEquals(1, rec.count("EV_TIMEOUT"), "a cancelled timer does not fire");
     }
+
+    @Test
+    void shouldKeepPeriodicTimersAliveWhenAnActionFaults() {
+        rt.run(() -> rt.service("svc").setPeriodic(10, "EV_FAULT"));
+        long deadline = System.currentTimeMillis() + 5000;
+        while (rt.call(() -> ((TestGClasses.Node) rt.service("svc").behavior()).faults) < 3
+                && System.currentTimeMillis() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(rt.call(() -> ((TestGClasses.Node) rt.service("svc").behavior()).faults) >= 3,
+                "the timer fired again after the fault");
+        assertTrue(errors.stream().anyMatch(e -> e.startsWith("Action failed")), errors.toString());
+    }
 }

@@ -47,6 +47,14 @@ final class TestGClasses {
             return 0;
         }
 
+        int faults;
+
+        /** Fails the way a store into a mapped file fails when its disk is full. */
+        int acFault(String ev, ObjectNode kw, GObj src) {
+            faults++;
+            throw new InternalError("a fault occurred in an unsafe memory access operation");
+        }
+
         int acEcho(String ev, ObjectNode kw, GObj src) {
             gobj.set(COUNT, gobj.read(COUNT) + 1);
             return gobj.publish("EV_ON_MESSAGE", kw);
@@ -67,6 +75,7 @@ final class TestGClasses {
                     .state("ST_A")
                     .on("EV_GO", Node::acGo, "ST_B")
                     .on("EV_SEND_MESSAGE", Node::acEcho)
+                    .on("EV_FAULT", Node::acFault)
                     .ignore("EV_TX_READY")
                     .state("ST_B")
                     .on("EV_BACK", Node::acGo, "ST_A")
