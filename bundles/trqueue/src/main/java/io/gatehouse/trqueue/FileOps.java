@@ -107,9 +107,33 @@ public class FileOps {
         return ch.write(src, position);
     }
 
-    /** Called before a frame of {@code len} bytes is stored at {@code position} of segment {@code p}. */
+    /**
+     * Called before a frame of {@code len} bytes is stored through the mapping at {@code position} of segment
+     * {@code p}. The default has nothing to do: {@link #allocate} already gave those bytes real blocks. Tests
+     * override it to fail the store itself.
+     */
     public void reserve(Path p, long position, int len) throws IOException {
-        // the default store has nothing to check: roll() made sure the segment's space is there
+        // the space is allocated: the store cannot need a new block
+    }
+
+    /** Zeros written by {@link #allocate}; never written to, shared through duplicates. */
+    private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20);
+
+    /**
+     * Gives the bytes {@code [position, position + len)} of segment {@code p} real disk blocks by writing zeros
+     * there with positional writes (the bytes must be unwritten space: zeros). A later store through the mapping
+     * then never needs a new block, so a full file system is this IOException ("No space left on device") and
+     * never a fault (SIGBUS, an InternalError) on a mapped page. Java has no fallocate; writing zeros also works
+     * on tmpfs, where the pages themselves are the space.
+     */
+    public void allocate(Path p, FileChannel ch, long position, int len) throws IOException {
+        long pos = position;
+        long end = position + len;
+        while (pos < end) {
+            ByteBuffer z = ZEROS.duplicate();
+            z.limit((int) Math.min(z.capacity(), end - pos));
+            while (z.hasRemaining()) pos += write(p, ch, z, pos);
+        }
     }
 
     /** Bytes usable on the file system holding {@code p}. */

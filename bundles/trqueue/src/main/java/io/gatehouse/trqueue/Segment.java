@@ -7,8 +7,9 @@ import java.util.Arrays;
 
 /**
  * One segment file: a 64-byte header, then 8-byte aligned frames. The whole file is mapped so that an ack (a
- * 2-byte flag store) and a content read cost no system call; records themselves are written with positional
- * writes, so a full disk is an IOException and never a fault on a mapped page.
+ * 2-byte flag store), a content read and an append (one copy of the frame) cost no system call. The file space
+ * under the mapping is allocated ahead of the write position with real writes ({@link FileOps#allocate}), so a
+ * full disk is an IOException at allocation time and never a fault on a mapped page.
  */
 final class Segment {
     static final int MAGIC = 0x47545251; // "GTRQ"
@@ -41,6 +42,11 @@ final class Segment {
     int count;
     /** Where the next frame goes. */
     long end = HEADER;
+    /**
+     * Bytes [0, allocated) of the file have real blocks (written by this open: header, frames, zeros of
+     * {@link FileOps#allocate}); never more than what is known, so stores below it cannot fault.
+     */
+    long allocated;
     /** Set when the file could not be opened or read; its rows are unknown until a later load reads it. */
     String unreadable;
 

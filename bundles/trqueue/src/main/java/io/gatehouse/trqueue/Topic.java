@@ -265,6 +265,7 @@ final class Topic {
                 Glog.warn(null, "Queue segment header repaired", "topic", name, "segment", s.path.toString());
             }
             s.end = pos;
+            s.allocated = pos; // what lies after the last frame may be a hole: allocated again before use
             long mapSize = last ? Math.max(segmentSize, s.ch.size()) : s.ch.size();
             s.map = s.ch.map(FileChannel.MapMode.READ_WRITE, 0, mapSize);
             return true;
@@ -547,13 +548,16 @@ final class Topic {
         crc.update(f);
         f.putInt(Segment.OFF_CRC, (int) crc.getValue());
         long pos = s.end;
+        if (pos + padded > s.allocated) allocate(s, pos + padded);
         ops.reserve(s.path, pos, padded);
         f.limit(padded);
         try {
             s.map.put((int) pos, f, 0, padded);
         } catch (InternalError e) {
-            // a page of the mapping could not be backed by the device (no space): nothing was promised yet
-            throw new IOException("Cannot store the record in its segment", e);
+            // a page of the mapping could not be backed by the device although it was allocated (a copy-on-write
+            // file system, an I/O error): nothing was promised yet. The JVM may also raise this error later, at
+            // its next transition (compiled code): allocate() is what keeps the store from faulting at all.
+            throw new IOException("Cannot store the record in its segment: " + e.getMessage(), e);
         }
         s.add((int) pos);
         s.end = pos + padded;
@@ -562,9 +566,34 @@ final class Topic {
         return rowid;
     }
 
+    /** File space is allocated this far ahead of the frame being stored (in chunks of {@link #ALLOC_CHUNK}). */
+    static final int ALLOC_AHEAD = 2 << 20;
+    static final int ALLOC_CHUNK = 1 << 20;
+
+    /**
+     * Allocates the segment's file space with real writes of zeros up to at least {@code need}, and up to
+     * {@link #ALLOC_AHEAD} beyond it (never past the mapping), so that stores through the mapping never need a
+     * new block. Throws when {@code need} cannot be reached (no space: "No space left on device"); space past
+     * {@code need} that cannot be had now is simply tried again by a later append.
+     */
+    private void allocate(Segment s, long need) throws IOException {
+        long target = Math.min(s.map.capacity(), (need + ALLOC_AHEAD) & -(long) ALLOC_AHEAD);
+        while (s.allocated < target) {
+            int n = (int) Math.min(ALLOC_CHUNK, target - s.allocated);
+            try {
+                ops.allocate(s.path, s.ch, s.allocated, n);
+            } catch (IOException e) {
+                if (s.allocated >= need) return;
+                throw e;
+            }
+            s.allocated += n;
+        }
+    }
+
     private Segment roll(long base) throws IOException {
         if (!ops.isDirectory(rowidDir)) ops.createDirectories(rowidDir);
-        // frames are stored through the mapping: the space for the whole segment must be there before it starts
+        // headroom: a segment is not started on a nearly full file system (its space is then allocated ahead
+        // of the frames by allocate(), so another writer taking the space later is an IOException, not a fault)
         long free = ops.usableSpace(keysDir);
         if (free < 2L * segmentSize) {
             throw new IOException("No space left on device for a new segment: " + free + " bytes usable");
@@ -575,6 +604,7 @@ final class Topic {
         try {
             ops.truncate(s.path, s.ch, 0);
             writeHeader(s);
+            s.allocated = Segment.HEADER;
             s.map = s.ch.map(FileChannel.MapMode.READ_WRITE, 0, segmentSize);
         } catch (IOException e) {
             closeQuietly(s);

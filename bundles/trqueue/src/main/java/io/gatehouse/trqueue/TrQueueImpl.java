@@ -59,6 +59,8 @@ final class TrQueueImpl implements TrQueue {
     private boolean noTopicSaid;
     private String failedFingerprint;
     private boolean closed;
+    /** Appends refused since the last one that worked; the write error is said once per streak. */
+    private long appendRefused;
 
     /** Guards the topic's files against the flusher while they are forced, backed up or closed. */
     private final Object flushLock = new Object();
@@ -322,9 +324,17 @@ final class TrQueueImpl implements TrQueue {
         long rowid;
         try {
             rowid = tp.append(t, tm, (userFlag | PENDING) & 0xFFFF, json.buf, len);
-        } catch (IOException e) {
-            Glog.error(null, "Cannot append record, write FAILED", "topic_name", name, "cause", e.toString());
+        } catch (IOException | InternalError e) {
+            // InternalError: a fault on a mapped page that the JVM raised late, after the store (see Topic.append)
+            if (appendRefused++ == 0) {
+                Glog.error(null, "Cannot append record, write FAILED", "topic_name", name, "reason", reasonOf(e),
+                        "cause", e.toString());
+            }
             return null;
+        }
+        if (appendRefused != 0) {
+            Glog.info(null, "Queue append works again", "topic_name", name, "refused", appendRefused);
+            appendRefused = 0;
         }
         addToList(rowid);
         FsyncPolicy p = opts.fsyncPolicy();
@@ -342,6 +352,17 @@ final class TrQueueImpl implements TrQueue {
             publish(rowid);
         }
         return new QueueMessageImpl(this, generation, rowid, t, tm);
+    }
+
+    /** "no space" for a full file system, else what failed. */
+    static String reasonOf(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            String m = c instanceof java.nio.file.FileSystemException
+                    ? ((java.nio.file.FileSystemException) c).getReason() : c.getMessage();
+            if (m != null && (m.contains("No space left") || m.contains("Disk quota exceeded"))) return "no space";
+            if (c instanceof InternalError) return "fault on a mapped page";
+        }
+        return "I/O error";
     }
 
     static long tmOf(ObjectNode kw, String tkey, int sf) {

@@ -48,6 +48,12 @@ final class FaultyOps extends FileOps {
     }
 
     @Override
+    public void allocate(Path p, FileChannel ch, long pos, int len) throws IOException {
+        check("allocate", p);
+        super.allocate(p, ch, pos, len);
+    }
+
+    @Override
     public int write(Path p, FileChannel ch, ByteBuffer src, long pos) throws IOException {
         check("write", p);
         return super.write(p, ch, src, pos);
