@@ -61,6 +61,8 @@ final class TrQueueImpl implements TrQueue {
     private boolean closed;
     /** Appends refused since the last one that worked; the write error is said once per streak. */
     private long appendRefused;
+    /** A fault on a mapped page (InternalError) was said; said again only after an append works. */
+    private boolean faultSaid;
 
     /** Guards the topic's files against the flusher while they are forced, backed up or closed. */
     private final Object flushLock = new Object();
@@ -335,6 +337,7 @@ final class TrQueueImpl implements TrQueue {
         if (appendRefused != 0) {
             Glog.info(null, "Queue append works again", "topic_name", name, "refused", appendRefused);
             appendRefused = 0;
+            faultSaid = false;
         }
         addToList(rowid);
         FsyncPolicy p = opts.fsyncPolicy();
@@ -363,6 +366,14 @@ final class TrQueueImpl implements TrQueue {
             if (c instanceof InternalError) return "fault on a mapped page";
         }
         return "I/O error";
+    }
+
+    /** A fault on a mapped page of a segment (the JVM's InternalError): an ERROR, said once per streak. */
+    private void fault(String what, long rowid, InternalError e) {
+        if (faultSaid) return;
+        faultSaid = true;
+        Glog.error(null, what, "topic_name", name, "rowid", rowid, "reason", "fault on a mapped page",
+                "cause", e.toString());
     }
 
     static long tmOf(ObjectNode kw, String tkey, int sf) {
@@ -404,10 +415,19 @@ final class TrQueueImpl implements TrQueue {
         Segment s = tp.locate(m.rowid);
         if (s == null) return -1;
         int off = s.offset(m.rowid);
-        int old = s.flag(off);
-        int now = set ? old | mask : old & ~mask;
+        int old;
+        int now;
+        try {
+            old = s.flag(off);
+            now = set ? old | mask : old & ~mask;
+            if (now != old) s.setFlag(off, now);
+        } catch (InternalError e) {
+            // the page of the record cannot be read or written (device error, a copy-on-write file system full):
+            // the flag stays as it was on disk (a lost ack only makes a duplicate delivery)
+            fault("Cannot set the record's flag, its segment page faulted", m.rowid, e);
+            return -1;
+        }
         if (now != old) {
-            s.setFlag(off, now);
             tp.pendingOnDisk += ((now & PENDING) != 0 ? 1 : 0) - ((old & PENDING) != 0 ? 1 : 0);
             acks++;
         }
@@ -508,7 +528,13 @@ final class TrQueueImpl implements TrQueue {
         Topic tp = topic();
         if (tp == null || m.generation != generation) return null;
         Segment s = tp.locate(m.rowid);
-        byte[] p = s == null ? null : tp.payload(s, m.rowid);
+        byte[] p;
+        try {
+            p = s == null ? null : tp.payload(s, m.rowid);
+        } catch (InternalError e) {
+            fault("Cannot read the record, its segment page faulted", m.rowid, e);
+            return null;
+        }
         ObjectNode kw = null;
         if (p != null) {
             try {
@@ -544,7 +570,13 @@ final class TrQueueImpl implements TrQueue {
         Topic tp = topic();
         if (tp == null || m.generation != generation) return false;
         Segment s = tp.locate(m.rowid);
-        byte[] p = s == null ? null : tp.payload(s, m.rowid);
+        byte[] p;
+        try {
+            p = s == null ? null : tp.payload(s, m.rowid);
+        } catch (InternalError e) {
+            fault("Cannot read the record, its segment page faulted", m.rowid, e);
+            return false;
+        }
         if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
             return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
         }

@@ -42,9 +42,13 @@ final class FaultyOps extends FileOps {
         return super.open(p, o);
     }
 
+    /** Makes the next stores through the mapping raise the JVM's fault error, as a SIGBUS on a mapped page does. */
+    volatile boolean storeFaults;
+
     @Override
     public void reserve(Path p, long pos, int len) throws IOException {
         check("write", p);
+        if (storeFaults) throw new InternalError("a fault occurred in an unsafe memory access operation");
     }
 
     @Override

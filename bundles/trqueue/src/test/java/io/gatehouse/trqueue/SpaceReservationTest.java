@@ -102,6 +102,22 @@ class SpaceReservationTest {
         assertTrue(log.msgs().stream().noneMatch(s -> s.contains("damaged") || s.contains("truncated")), log.msgs().toString());
     }
 
+    @Test
+    void aFaultOnAMappedPageIsACleanFailureNotAnErrorThrownAtTheCaller() {
+        TrQueue q = factory.open(dir, "db", "T", "", 0, 0, OPTS);
+        QueueMessage m1 = q.append(0, msg(1), 0);
+        ops.storeFaults = true;
+        for (int i = 0; i < 3; i++) assertNull(q.append(0, msg(2), 0));
+        assertEquals(1, writeFailed());
+        assertEquals("fault on a mapped page", reasonOfFirstFailure());
+        ops.storeFaults = false;
+        QueueMessage m2 = q.append(0, msg(3), 0);
+        assertEquals(2, m2.rowid());
+        assertEquals(3, q.msgJson(m2).get("id").asInt());
+        assertEquals(0, q.unload(m1, 0));
+        assertEquals(0, q.checkPendingRowid(m1.t(), 1));
+    }
+
     /** Root only: a real 12 MiB tmpfs, filled by another writer while the queue is open. */
     @Test
     void aFileSystemFilledByAnotherWriterIsANullAppendNotAFault() throws Exception {
