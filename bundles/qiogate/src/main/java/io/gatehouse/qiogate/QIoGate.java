@@ -424,11 +424,18 @@ public final class QIoGate implements GObjBehavior {
         QueueMessage m = trq.append(t, msg, 0);
         if (m == null) {
             // Disk full, message too large, I/O error: the sender is told (-1) and its durable hook never runs,
-            // so an upstream producer is not acked and sends again.
-            Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
-                    "msgs_in_queue", trq.size());
+            // so an upstream producer is not acked and sends again. Said once per streak: a full disk refuses
+            // thousands of messages a second, and the store has logged why.
+            if (refusedStreak++ == 0) {
+                Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
+                        "msgs_in_queue", trq.size());
+            }
             dEnqueueErrors++;
             return -1;
+        }
+        if (refusedStreak > 0) {
+            Glog.info(gobj, "Messages saved in the queue again", "refused", refusedStreak);
+            refusedStreak = 0;
         }
         dEnqueued++;
         if (gobj.isTraced(TRACE_MESSAGES)) {
@@ -447,6 +454,9 @@ public final class QIoGate implements GObjBehavior {
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */
+    /** Appends refused in a row; the error is said for the first one only. */
+    private long refusedStreak;
+
     private ObjectNode messageOf(ObjectNode kw) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode src = kw;
