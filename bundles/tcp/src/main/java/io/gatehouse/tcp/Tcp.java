@@ -12,6 +12,7 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
+import io.gatehouse.api.InputThreshold;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.netty.bootstrap.Bootstrap;
@@ -198,9 +199,7 @@ public final class Tcp implements GObjBehavior {
     private long dRxMsgs;
     private long dRxBytes;
     // input threshold
-    private long pendingMsgs;
-    private long pendingBytes;
-    private boolean thresholdBlocked;
+    private final InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
 
     public Tcp(GObj gobj) {
@@ -353,16 +352,9 @@ public final class Tcp implements GObjBehavior {
         dRxBytes += n;
         if (inactivity) lastActivityNs = System.nanoTime();
         ObjectNode kw = Kw.withGbuffer(buf);
-        long tm = inThrMsgs;
-        long tb = inThrBytes;
-        if (tm > 0 || tb > 0) {
-            pendingMsgs++;
-            pendingBytes += n;
-            if (!thresholdBlocked && crossed(tm, tb)) {
-                thresholdBlocked = true;
-                kw.put("is_blocked", true);
-                updateAutoRead();
-            }
+        if (inputThreshold.handedUp(n, inThrMsgs, inThrBytes)) {
+            kw.put("is_blocked", true);
+            updateAutoRead();
         }
         gobj.publish(Ev.EV_RX_DATA, kw);
     }
@@ -437,14 +429,10 @@ public final class Tcp implements GObjBehavior {
         gobj.set(a, gobj.readLong(a) + n);
     }
 
-    private boolean crossed(long tm, long tb) {
-        return (tm > 0 && pendingMsgs >= tm) || (tb > 0 && pendingBytes >= tb);
-    }
-
     private void updateAutoRead() {
         Channel c = ch;
         if (c == null) return;
-        boolean read = !thresholdBlocked && !pausedByUpper;
+        boolean read = !inputThreshold.isBlocked() && !pausedByUpper;
         if (c.config().isAutoRead() != read) {
             c.config().setAutoRead(read);
         }
@@ -566,9 +554,7 @@ public final class Tcp implements GObjBehavior {
         everConnected = true;
         idleClose = false;
         connectedPublished = true;
-        pendingMsgs = 0;
-        pendingBytes = 0;
-        thresholdBlocked = false;
+        inputThreshold.reset();
         if (gobj.isTraced("connections")) {
             Glog.info(gobj, "Connected", "msg2", listener == null ? "Connected To" : "Connected From",
                     "url", gobj.read(URL), "remote-addr", gobj.read(PEERNAME), "local-addr", gobj.read(SOCKNAME));
@@ -597,9 +583,7 @@ public final class Tcp implements GObjBehavior {
         if (!(inactivityModel() && !published && gobj.isRunning())) {
             discardTxQueue();
         }
-        pendingMsgs = 0;
-        pendingBytes = 0;
-        thresholdBlocked = false;
+        inputThreshold.reset();
         pausedByUpper = false;
         unflushedMsgs = 0;
         unflushedBytes = 0;
@@ -858,18 +842,9 @@ public final class Tcp implements GObjBehavior {
 
     /** Lifts a pause and credits back processed reads ({@code msgs}, {@code bytes}; absent = everything). */
     private int acResumeInput(String event, ObjectNode kw, GObj src) {
-        if (kw != null && (kw.has("msgs") || kw.has("bytes"))) {
-            pendingMsgs = Math.max(0, pendingMsgs - Kw.getLong(kw, "msgs", 0));
-            pendingBytes = Math.max(0, pendingBytes - Kw.getLong(kw, "bytes", 0));
-        } else {
-            pendingMsgs = 0;
-            pendingBytes = 0;
-        }
+        inputThreshold.credit(kw, inThrMsgs, inThrBytes);
         Kw.release(kw);
         pausedByUpper = false;
-        if (thresholdBlocked && !crossed(inThrMsgs, inThrBytes)) {
-            thresholdBlocked = false;
-        }
         updateAutoRead();
         return 0;
     }

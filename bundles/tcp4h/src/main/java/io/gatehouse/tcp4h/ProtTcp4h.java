@@ -13,6 +13,7 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
+import io.gatehouse.api.InputThreshold;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
@@ -125,9 +126,7 @@ public final class ProtTcp4h implements GObjBehavior {
     private boolean opened;
     private long thresholdMsgs;
     private long thresholdBytes;
-    private long pendingMsgs;
-    private long pendingBytes;
-    private boolean thresholdBlocked;
+    private final InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
     private boolean bottomPaused;
     /** A complete frame arrived since the connection opened. */
@@ -216,7 +215,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private boolean inputBlocked() {
-        return thresholdBlocked || pausedByUpper;
+        return inputThreshold.isBlocked() || pausedByUpper;
     }
 
     /**
@@ -292,21 +291,11 @@ public final class ProtTcp4h implements GObjBehavior {
         guardSince = 0;
         int len = frame.readableBytes();
         ObjectNode kw = Kw.withGbuffer(frame);
-        if (thresholdMsgs > 0 || thresholdBytes > 0) {
-            pendingMsgs++;
-            pendingBytes += len;
-            if (!thresholdBlocked && crossed()) {
-                thresholdBlocked = true;
-                kw.put("is_blocked", true);
-                updateBottomPause();
-            }
+        if (inputThreshold.handedUp(len, thresholdMsgs, thresholdBytes)) {
+            kw.put("is_blocked", true);
+            updateBottomPause();
         }
         gobj.publish(Ev.EV_ON_MESSAGE, kw);
-    }
-
-    private boolean crossed() {
-        return (thresholdMsgs > 0 && pendingMsgs >= thresholdMsgs)
-                || (thresholdBytes > 0 && pendingBytes >= thresholdBytes);
     }
 
     /** Tells the bottom to stop or resume reading when the blocked state changed. */
@@ -385,9 +374,7 @@ public final class ProtTcp4h implements GObjBehavior {
         gobj.set(CONNECTED, true);
         framer.reset();
         releaseHeld();
-        pendingMsgs = 0;
-        pendingBytes = 0;
-        thresholdBlocked = false;
+        inputThreshold.reset();
         pausedByUpper = false;
         bottomPaused = false;
         clearTimer();
@@ -408,7 +395,7 @@ public final class ProtTcp4h implements GObjBehavior {
         framer.reset();
         releaseHeld();
         clearTimer();
-        thresholdBlocked = false;
+        inputThreshold.unblock();
         pausedByUpper = false;
         bottomPaused = false;
         gobj.changeState(St.ST_DISCONNECTED);
@@ -522,18 +509,9 @@ public final class ProtTcp4h implements GObjBehavior {
      * lifts an explicit pause. Held bytes are deframed again, which may block once more.
      */
     private int acResumeInput(String event, ObjectNode kw, GObj src) {
-        if (kw != null && (kw.has("msgs") || kw.has("bytes"))) {
-            pendingMsgs = Math.max(0, pendingMsgs - Kw.getLong(kw, "msgs", 0));
-            pendingBytes = Math.max(0, pendingBytes - Kw.getLong(kw, "bytes", 0));
-        } else {
-            pendingMsgs = 0;
-            pendingBytes = 0;
-        }
+        inputThreshold.credit(kw, thresholdMsgs, thresholdBytes);
         Kw.release(kw);
         pausedByUpper = false;
-        if (thresholdBlocked && !crossed()) {
-            thresholdBlocked = false;
-        }
         drainHeld();
         if (!gobj.inState(St.ST_DISCONNECTED)) {
             updateBottomPause();
