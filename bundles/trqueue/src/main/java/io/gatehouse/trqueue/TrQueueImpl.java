@@ -524,17 +524,8 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public ObjectNode msgJson(QueueMessage msg) {
         QueueMessageImpl m = own(msg);
-        if (m == null) return null;
-        Topic tp = topic();
-        if (tp == null || m.generation != generation) return null;
-        Segment s = tp.locate(m.rowid);
-        byte[] p;
-        try {
-            p = s == null ? null : tp.payload(s, m.rowid);
-        } catch (InternalError e) {
-            fault("Cannot read the record, its segment page faulted", m.rowid, e);
-            return null;
-        }
+        if (m == null || topic() == null || m.generation != generation) return null;
+        byte[] p = storedPayload(m);
         ObjectNode kw = null;
         if (p != null) {
             try {
@@ -555,6 +546,22 @@ final class TrQueueImpl implements TrQueue {
         return kw;
     }
 
+    /**
+     * The stored JSON bytes of a message of the current topic and generation; null when its row is a gap or its
+     * page faulted (logged).
+     */
+    private byte[] storedPayload(QueueMessageImpl m) {
+        Topic tp = topic();
+        if (tp == null) return null;
+        Segment s = tp.locate(m.rowid);
+        try {
+            return s == null ? null : tp.payload(s, m.rowid);
+        } catch (InternalError e) {
+            fault("Cannot read the record, its segment page faulted", m.rowid, e);
+            return null;
+        }
+    }
+
     /** The top-level key msgJson adds; a record that already holds it (anywhere) takes the parsing path. */
     private static final byte[] MD_KEY = ("\"" + MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
 
@@ -566,17 +573,8 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
         QueueMessageImpl m = own(msg);
-        if (m == null) return false;
-        Topic tp = topic();
-        if (tp == null || m.generation != generation) return false;
-        Segment s = tp.locate(m.rowid);
-        byte[] p;
-        try {
-            p = s == null ? null : tp.payload(s, m.rowid);
-        } catch (InternalError e) {
-            fault("Cannot read the record, its segment page faulted", m.rowid, e);
-            return false;
-        }
+        if (m == null || topic() == null || m.generation != generation) return false;
+        byte[] p = storedPayload(m);
         if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
             return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
         }
