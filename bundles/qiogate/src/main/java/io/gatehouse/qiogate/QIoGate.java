@@ -84,6 +84,9 @@ public final class QIoGate implements GObjBehavior {
             "Text of the queue-size alert log");
     static final Attr<Long> MAX_PENDING_ACKS = Attr.integer("max_pending_acks", 10000, AttrFlag.PERSIST,
             "Credit window: messages in flight waiting for their ack; 0 = unlimited");
+    static final Attr<Long> MAX_PENDING_BYTES = Attr.integer("max_pending_bytes", 16L << 20, AttrFlag.PERSIST,
+            "Credit window in bytes of the messages in flight (at least one is always sent); 0 = unlimited. "
+                    + "Keeps large messages under the transport's send-queue bound");
     static final Attr<Long> BACKUP_QUEUE_SIZE = Attr.integer("backup_queue_size", 1000000, AttrFlag.PERSIST,
             "Topic size that makes an empty queue be backed up and started again (read at open)");
     static final Attr<Long> ALERT_QUEUE_SIZE = Attr.integer("alert_queue_size", 2000, AttrFlag.PERSIST,
@@ -120,7 +123,7 @@ public final class QIoGate implements GObjBehavior {
             "Messages refused because they could not be stored");
 
     static final Attr<?>[] ATTRS = {TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY,
-        SYSTEM_FLAG, ALERT_MESSAGE, MAX_PENDING_ACKS, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE, TIMEOUT_ACK, RETRY_DELAY,
+        SYSTEM_FLAG, ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE, TIMEOUT_ACK, RETRY_DELAY,
         WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS, MSGS_IN_QUEUE, PENDING_ACKS,
         OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS};
 
@@ -172,6 +175,8 @@ public final class QIoGate implements GObjBehavior {
         long sentAtMs;
         long dueMs;
         int retries;
+        /** Size of the message on the wire, counted in the byte window while it is in flight. */
+        long bytes;
         /** Nacked: sent again at dueMs because of the nack, not because the ack timed out. */
         boolean nacked;
 
@@ -210,6 +215,9 @@ public final class QIoGate implements GObjBehavior {
     private boolean noBottomSaid;
     // Attributes read per message, kept here (refreshConfig: at create, start and on every write).
     private long maxPendingAcks;
+    private long maxPendingBytes;
+    /** Bytes of the messages in flight (the byte credit window). */
+    private long inflightBytes;
     private long timeoutAckMs;
     private boolean withMetadata;
     private long alertQueueSize;
@@ -242,6 +250,7 @@ public final class QIoGate implements GObjBehavior {
 
     private void refreshConfig() {
         maxPendingAcks = gobj.readLong(MAX_PENDING_ACKS);
+        maxPendingBytes = gobj.readLong(MAX_PENDING_BYTES);
         timeoutAckMs = gobj.readLong(TIMEOUT_ACK) * 1000L;
         withMetadata = gobj.readBool(WITH_METADATA);
         alertQueueSize = gobj.readLong(ALERT_QUEUE_SIZE);
@@ -282,7 +291,7 @@ public final class QIoGate implements GObjBehavior {
     @Override
     public void onWriting(String attr) {
         refreshConfig();
-        if (attr.equals(MAX_PENDING_ACKS.name())) sendBatch();
+        if (attr.equals(MAX_PENDING_ACKS.name()) || attr.equals(MAX_PENDING_BYTES.name())) sendBatch();
         if (attr.equals(ALERT_QUEUE_SIZE.name()) || attr.equals(DISABLE_ALERT.name())) checkAlert(false);
     }
 
@@ -326,7 +335,7 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "Queue loaded without some of its messages", "topic_name", q.topicName(),
                     "msgs_in_queue", q.size());
         }
-        inflight.clear();
+        clearInflightMap();
         frontierRowid = -1;
         backupRefusedSaid = false;
         if (q.size() > 0) {
@@ -567,7 +576,7 @@ public final class QIoGate implements GObjBehavior {
                     "retries", f == null ? 0 : f.retries);
             return 0;
         }
-        inflight.remove(rowid);
+        dropInflight(rowid);
         if (trq.unload(m, result) < 0) {
             Glog.error(gobj, "Cannot clear the pending flag: the message may be sent again after a restart",
                     "rowid", rowid);
@@ -634,7 +643,7 @@ public final class QIoGate implements GObjBehavior {
                     // an ack or a close handled while sending an earlier one may have settled this one
                     if (inflight.get(f.msg.rowid()) != f) continue;
                     if (trq.getByRowid(f.msg.rowid()) == null) {
-                        inflight.remove(f.msg.rowid());
+                        dropInflight(f.msg.rowid());
                         continue;
                     }
                     boolean timedOut = !f.nacked;
@@ -670,7 +679,19 @@ public final class QIoGate implements GObjBehavior {
 
     private boolean windowFull() {
         long max = maxPendingAcks;
-        return max > 0 && inflight.size() >= max;
+        if (max > 0 && inflight.size() >= max) return true;
+        return maxPendingBytes > 0 && inflightBytes >= maxPendingBytes && !inflight.isEmpty();
+    }
+
+    /** Takes a message out of flight (acked, gone, unloaded), giving its bytes back to the window. */
+    private void dropInflight(long rowid) {
+        InFlight f = inflight.remove(rowid);
+        if (f != null) inflightBytes -= f.bytes;
+    }
+
+    private void clearInflightMap() {
+        inflight.clear();
+        inflightBytes = 0;
     }
 
     /** Sends messages not sent yet, in rowid order, until the window is full. */
@@ -692,7 +713,7 @@ public final class QIoGate implements GObjBehavior {
             inflight.put(m.rowid(), f);
             trq.setSoftMark(m, MARK_INFLIGHT, true);
             if (!transmit(f)) {
-                inflight.remove(m.rowid());
+                dropInflight(m.rowid());
                 trq.setSoftMark(m, MARK_INFLIGHT, false);
                 trq.setSoftMark(m, MARK_UNREADABLE, true);
             }
@@ -742,6 +763,10 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "Message unreadable, skipped (still pending on disk)", "rowid", f.msg.rowid());
             return false;
         }
+        if (f.bytes == 0) {
+            f.bytes = buf.readableBytes();
+            inflightBytes += f.bytes;
+        }
         long now = now();
         f.sentAtMs = now;
         f.dueMs = now + backoff(timeoutAckMs, f.retries);
@@ -765,7 +790,7 @@ public final class QIoGate implements GObjBehavior {
         if (trq != null) {
             for (InFlight f : inflight.values()) trq.setSoftMark(f.msg, MARK_INFLIGHT, false);
         }
-        inflight.clear();
+        clearInflightMap();
         frontierRowid = -1;
     }
 
@@ -956,7 +981,7 @@ public final class QIoGate implements GObjBehavior {
                 hit.add(m);
             }
             for (QueueMessage m : hit) {
-                inflight.remove(m.rowid());
+                dropInflight(m.rowid());
                 if (trq.unload(m, 0) == 0) n++;
             }
         }
@@ -983,6 +1008,8 @@ public final class QIoGate implements GObjBehavior {
         d.put("msgs_in_queue", gobj.readLong(MSGS_IN_QUEUE));
         d.put("pending_acks", gobj.readLong(PENDING_ACKS));
         d.put("max_pending_acks", gobj.readLong(MAX_PENDING_ACKS));
+        d.put("pending_bytes", inflightBytes);
+        d.put("max_pending_bytes", gobj.readLong(MAX_PENDING_BYTES));
         d.put("oldest_pending_age_ms", gobj.readLong(OLDEST_PENDING_AGE_MS));
         if (trq != null) {
             d.put("generation", trq.generation());

@@ -151,6 +151,29 @@ class QIoGateTest {
     }
 
     @Test
+    void shouldLimitTheBytesInFlightAndAlwaysSendAtLeastOne() {
+        // Each message is ~1 KB on the wire: a 2,500-byte window holds 3 (the third crosses it), never 0.
+        givenGate("{\"topic_name\":\"t\",\"max_pending_bytes\":2500}");
+        rt.run(() -> bottom().open());
+        String pad = "x".repeat(1000);
+        for (int i = 1; i <= 6; i++) send("{\"id\":\"" + i + "\",\"pad\":\"" + pad + "\"}");
+        assertEquals(List.of(1L, 2L, 3L), bottom().sentRowids());
+        ObjectNode first = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(first, 0));
+        assertEquals(List.of(1L, 2L, 3L, 4L), bottom().sentRowids(), "an ack gives its bytes back");
+        rt.run(() -> bottom().close());
+        rt.run(() -> bottom().open());
+        assertEquals(7, bottom().sent().size(), "after a reconnect the window starts empty: 2, 3, 4 sent again");
+        rt.close();
+
+        givenGate("{\"topic_name\":\"u\",\"max_pending_bytes\":10}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"big\",\"pad\":\"" + pad + "\"}");
+        send("{\"id\":\"next\"}");
+        assertEquals(1, bottom().sent().size(), "a message larger than the window still goes, alone");
+    }
+
+    @Test
     void shouldSendImmediatelyWhenOpenAndNothingOlderWaits() {
         givenGate("{\"topic_name\":\"t\"}");
         rt.run(() -> bottom().open());
