@@ -50,6 +50,7 @@ public final class FakeTube implements GObjBehavior {
                     .on(Ev.EV_SEND_MESSAGE, FakeTube::acSend)
                     .on(Ev.EV_DROP, FakeTube::acDrop)
                     .on("EV_MY_IEV", FakeTube::acSend)
+                    .on(Ev.EV_RESUME_INPUT, FakeTube::acSend)
                     .build())
             .commands(CommandSpec.of("ping", "answers pong", (FakeTube self, String c, ObjectNode kw, GObj src) ->
                     Envelope.ok("pong " + self.gobj.name(), null)))

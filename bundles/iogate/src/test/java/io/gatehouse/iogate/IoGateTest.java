@@ -1,5 +1,6 @@
 package io.gatehouse.iogate;
 
+import io.gatehouse.channel.FakeTube;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
