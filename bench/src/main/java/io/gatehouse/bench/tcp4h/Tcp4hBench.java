@@ -6,6 +6,7 @@ import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
+import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
@@ -219,8 +220,9 @@ public final class Tcp4hBench {
         }
 
         private void send() {
-            ByteBuf b = ByteBufAllocator.DEFAULT.directBuffer(size);
-            b.writerIndex(size);
+            // Room for the header in front, as the raw producer writes header and payload in one buffer.
+            ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, size);
+            b.writerIndex(b.writerIndex() + size);
             prot.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), gobj);
         }
 

@@ -77,7 +77,7 @@ public final class InputGates {
         // closed channel goes nowhere, and the peer gets it again after its resend, so say nothing.
         GObj channel = Kw.ref(temp, "channel_gobj", GObj.class);
         if (channel != null && (channel.isDestroyed() || !channel.acceptsEvent(Ev.EV_SEND_MESSAGE))) return -1;
-        ByteBuf out = PooledByteBufAllocator.DEFAULT.buffer(64);
+        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, 64);
         Kw.writeJson(json, out);
         ObjectNode kw = Kw.withGbuffer(out);
         if (temp != null) kw.set(Kw.TEMP, temp);

@@ -13,7 +13,6 @@ import io.netty.util.ReferenceCountUtil;
 
 import java.io.IOException;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -40,15 +39,16 @@ public final class Kw {
     public static final ObjectMapper MAPPER = new ObjectMapper();
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
+    /** A new empty kw (a small dict: see {@link KwMap}). */
     public static ObjectNode create() {
-        return F.objectNode();
+        return new ObjectNode(F, new KwMap());
     }
 
     /** A new kw that owns {@code buf}. */
     public static ObjectNode withGbuffer(ByteBuf buf) {
         // One of these is made per message and per socket read, and it rarely holds more than the buffer and
-        // __temp__: a 4-slot table instead of the default 16 (the table was the largest allocation per message).
-        ObjectNode kw = new ObjectNode(F, new LinkedHashMap<>(4));
+        // __temp__: an array map, not a hash table (the table was the largest allocation per message).
+        ObjectNode kw = new ObjectNode(F, new KwMap());
         kw.set(GBUFFER, new POJONode(buf));
         return kw;
     }

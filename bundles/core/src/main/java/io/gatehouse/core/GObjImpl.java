@@ -51,6 +51,9 @@ final class GObjImpl implements GObj {
 
     private final List<GObj> children = new ArrayList<>(2);
     private final CopyOnWriteArrayList<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+    private static final Subscription[] NO_SUBSCRIPTIONS = new Subscription[0];
+    /** A snapshot of {@link #subscriptions}, renewed on each change: publish reads one array per message. */
+    private volatile Subscription[] subscriptionArray = NO_SUBSCRIPTIONS;
     /** Publishers this gobj subscribed to, so destroy can undo them. */
     private final List<GObjImpl> subscribedTo = new ArrayList<>(1);
     private final Map<String, Object> values = new HashMap<>();
@@ -350,6 +353,7 @@ final class GObjImpl implements GObj {
         for (GObjImpl pub : subscribedTo) pub.dropSubscriber(this);
         subscribedTo.clear();
         subscriptions.clear();
+        subscriptionArray = NO_SUBSCRIPTIONS;
         if (parent != null) parent.removeChild(this);
         yuno.forget(this);
     }
@@ -418,8 +422,12 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
+        Subscription[] subs = subscriptionArray;
+        if (subs.length == 1 && subs[0].matches(event)) {
+            return subs[0].subscriber.send(event, kw, this);   // the usual case: one parent
+        }
         int n = 0;
-        for (Subscription s : subscriptions) {
+        for (Subscription s : subs) {
             if (s.matches(event)) n++;
         }
         if (n == 0) {
@@ -428,7 +436,7 @@ final class GObjImpl implements GObj {
         }
         int ret = 0;
         int seen = 0;
-        for (Subscription s : subscriptions) {
+        for (Subscription s : subs) {
             if (!s.matches(event)) continue;
             seen++;
             ObjectNode k = kw;
@@ -451,16 +459,19 @@ final class GObjImpl implements GObj {
             if (s.subscriber == subscriber && (s.event == null ? event == null : s.event.equals(event))) return;
         }
         subscriptions.add(new Subscription(event, subscriber));
+        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
         if (subscriber instanceof GObjImpl) ((GObjImpl) subscriber).subscribedTo.add(this);
     }
 
     @Override
     public void unsubscribe(String event, GObj subscriber) {
         subscriptions.removeIf(s -> s.subscriber == subscriber && (event == null || event.equals(s.event)));
+        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
     }
 
     private void dropSubscriber(GObj subscriber) {
         subscriptions.removeIf(s -> s.subscriber == subscriber);
+        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
     }
 
     @Override

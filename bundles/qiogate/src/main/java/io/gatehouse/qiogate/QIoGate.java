@@ -12,6 +12,7 @@ import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
@@ -749,7 +750,7 @@ public final class QIoGate implements GObjBehavior {
      * record cannot be read (it stays pending on disk and is skipped until the next load).
      */
     private boolean transmit(InFlight f) {
-        ByteBuf buf = ByteBufAllocator.DEFAULT.buffer(256);
+        ByteBuf buf = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 256);
         boolean readable;
         try {
             readable = trq.writeMsgJson(f.msg, buf);

@@ -4,10 +4,12 @@ package io.gatehouse.tcp;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
+import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.core.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -135,6 +137,17 @@ class TcpLoopbackTest {
                 ObjectNode json = Kw.create().put("a", 1);
                 srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, json, null));
                 assertEquals("{\"a\":1}", Support.readFrame(in));
+                // header room: a payload with room in front is framed in place; a slice of a shared buffer is
+                // copied and its neighbours are left as they were
+                ByteBuf roomy = Gbuffers.allocate(5).writeBytes("roomy".getBytes(StandardCharsets.US_ASCII));
+                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(roomy), null));
+                assertEquals("roomy", Support.readFrame(in));
+                ByteBuf shared = Unpooled.copiedBuffer("0123456789", StandardCharsets.US_ASCII);
+                ByteBuf tail = shared.retainedSlice(0, 10).readerIndex(6);
+                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(tail), null));
+                assertEquals("6789", Support.readFrame(in));
+                assertEquals("0123456789", shared.toString(StandardCharsets.US_ASCII));
+                shared.release();
                 // check 5: header 4 closes with an error
                 out.write(new byte[] {0, 0, 0, 4});
                 assertNotNull(rec.await(Ev.EV_ON_CLOSE, 5000));

@@ -10,6 +10,7 @@ import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -352,6 +353,9 @@ public final class ProtTcp4h implements GObjBehavior {
             return out;
         }
         int n = payload.readableBytes();
+        if (Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
+            return Gbuffers.prependInt(payload, n + Tcp4hFramer.HEADER_SIZE);   // the producer left room: no copy
+        }
         if (n <= COPY_LIMIT) {
             ByteBuf out = alloc.buffer(Tcp4hFramer.HEADER_SIZE + n);
             out.writeInt(n + Tcp4hFramer.HEADER_SIZE);
@@ -425,7 +429,13 @@ public final class ProtTcp4h implements GObjBehavior {
 
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();
-        boolean binary = Kw.gbuffer(kw) != null;
+        ByteBuf payload = Kw.gbuffer(kw);
+        if (bottom != null && payload != null && Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
+            // The producer left room in front: the header goes there and the kw goes down as it came.
+            Gbuffers.prependInt(payload, payload.readableBytes() + Tcp4hFramer.HEADER_SIZE);
+            return bottom.send(Ev.EV_TX_DATA, kw, gobj);
+        }
+        boolean binary = payload != null;
         ByteBuf out;
         try {
             out = frame(kw);
