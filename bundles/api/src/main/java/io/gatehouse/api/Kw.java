@@ -20,8 +20,9 @@ import java.util.Map;
  *
  * <p>Paths are Yuneta paths: keys separated by a backquote, {@code "__md_trq__`__msg_rowid__"}.
  *
- * <p><b>gbuffer ownership.</b> A binary payload travels under key {@value #GBUFFER} as a Netty {@link ByteBuf}
- * held in a {@link POJONode}. The kw owns it. An action that receives a kw with a gbuffer either releases it
+ * <p><b>gbuffer ownership.</b> A binary payload travels under key {@value #GBUFFER} as a Netty {@link ByteBuf}:
+ * in a field of the kw made by {@link #withGbuffer}, or held in a {@link POJONode} under that key; read and
+ * write it only through the methods here ({@code kw.get("gbuffer")} does not see the field). The kw owns it. An action that receives a kw with a gbuffer either releases it
  * ({@link #release}) or passes the kw (or the buffer) on; the receiver then owns it. Reading the buffer
  * advances its reader index, as Yuneta's gbuffer_get does.
  *
@@ -46,16 +47,16 @@ public final class Kw {
 
     /** A new kw that owns {@code buf}. */
     public static ObjectNode withGbuffer(ByteBuf buf) {
-        // One of these is made per message and per socket read, and it rarely holds more than the buffer and
-        // __temp__: an array map, not a hash table (the table was the largest allocation per message).
-        ObjectNode kw = new ObjectNode(F, new KwMap());
-        kw.set(GBUFFER, new POJONode(buf));
-        return kw;
+        return new GbufferKw(F, buf);
     }
 
     /** The kw's gbuffer, still owned by the kw; null if none. */
     public static ByteBuf gbuffer(ObjectNode kw) {
         if (kw == null) return null;
+        if (kw instanceof GbufferKw) {
+            ByteBuf b = ((GbufferKw) kw).gbuffer;
+            if (b != null) return b;
+        }
         JsonNode n = kw.get(GBUFFER);
         if (n instanceof POJONode && ((POJONode) n).getPojo() instanceof ByteBuf) {
             return (ByteBuf) ((POJONode) n).getPojo();
@@ -65,6 +66,14 @@ public final class Kw {
 
     /** Removes the gbuffer from the kw and hands its ownership to the caller; null if none. */
     public static ByteBuf takeGbuffer(ObjectNode kw) {
+        if (kw instanceof GbufferKw) {
+            GbufferKw g = (GbufferKw) kw;
+            ByteBuf b = g.gbuffer;
+            if (b != null) {
+                g.gbuffer = null;
+                return b;
+            }
+        }
         ByteBuf b = gbuffer(kw);
         if (b != null) kw.remove(GBUFFER);
         return b;
@@ -74,7 +83,11 @@ public final class Kw {
     public static ObjectNode setGbuffer(ObjectNode kw, ByteBuf buf) {
         ByteBuf old = takeGbuffer(kw);
         if (old != null && old != buf) ReferenceCountUtil.safeRelease(old);
-        kw.set(GBUFFER, new POJONode(buf));
+        if (kw instanceof GbufferKw) {
+            ((GbufferKw) kw).gbuffer = buf;
+        } else {
+            kw.set(GBUFFER, new POJONode(buf));
+        }
         return kw;
     }
 
@@ -86,11 +99,20 @@ public final class Kw {
 
     /** Stores an object reference (not serialised). */
     public static void putRef(ObjectNode kw, String key, Object ref) {
+        if (kw instanceof GbufferKw && GBUFFER.equals(key) && ref instanceof ByteBuf) {
+            kw.remove(GBUFFER);
+            ((GbufferKw) kw).gbuffer = (ByteBuf) ref;
+            return;
+        }
         kw.set(key, new POJONode(ref));
     }
 
     /** Reads an object reference of the given type; null if absent or of another type. */
     public static <T> T ref(JsonNode kw, String path, Class<T> type) {
+        if (kw instanceof GbufferKw && GBUFFER.equals(path) && ((GbufferKw) kw).gbuffer != null) {
+            ByteBuf b = ((GbufferKw) kw).gbuffer;
+            return type.isInstance(b) ? type.cast(b) : null;
+        }
         JsonNode n = get(kw, path);
         if (n instanceof POJONode && type.isInstance(((POJONode) n).getPojo())) {
             return type.cast(((POJONode) n).getPojo());
@@ -189,7 +211,12 @@ public final class Kw {
      * The caller decides who owns a shared gbuffer (retain it once per extra receiver).
      */
     public static ObjectNode copy(ObjectNode kw) {
-        return kw == null ? null : kw.deepCopy();
+        if (kw == null) return null;
+        ObjectNode c = kw.deepCopy();
+        if (kw instanceof GbufferKw && ((GbufferKw) kw).gbuffer != null) {
+            c.set(GBUFFER, new POJONode(((GbufferKw) kw).gbuffer));
+        }
+        return c;
     }
 
     /** True when the node holds a reference (a POJONode), which never goes on the wire. */

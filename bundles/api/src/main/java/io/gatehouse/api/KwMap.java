@@ -21,7 +21,7 @@ import java.util.Set;
 final class KwMap extends AbstractMap<String, JsonNode> {
     static final int MAX_SMALL = 8;
 
-    /** keys at even indexes, values at odd ones; null once {@link #big} took over. */
+    /** keys at even indexes, values at odd ones; null before the first key and once {@link #big} took over. */
     private Object[] kv;
     private int size;
     private LinkedHashMap<String, JsonNode> big;
@@ -29,7 +29,7 @@ final class KwMap extends AbstractMap<String, JsonNode> {
     private Set<Map.Entry<String, JsonNode>> entrySet;
 
     KwMap() {
-        kv = new Object[4];
+        // no table until the first key: a gbuffer kw often never gets one
     }
 
     private int indexOf(Object key) {
@@ -85,7 +85,9 @@ final class KwMap extends AbstractMap<String, JsonNode> {
             return big.put(key, value);
         }
         int at = size << 1;
-        if (at == kv.length) {
+        if (kv == null) {
+            kv = new Object[4];
+        } else if (at == kv.length) {
             Object[] grown = new Object[kv.length << 1];
             System.arraycopy(kv, 0, grown, 0, at);
             kv = grown;
@@ -122,7 +124,9 @@ final class KwMap extends AbstractMap<String, JsonNode> {
             big.clear();
             return;
         }
-        for (int i = 0; i < size << 1; i++) kv[i] = null;
+        if (kv != null) {
+            for (int i = 0; i < size << 1; i++) kv[i] = null;
+        }
         size = 0;
         modCount++;
     }

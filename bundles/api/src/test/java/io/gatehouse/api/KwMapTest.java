@@ -108,4 +108,23 @@ class KwMapTest {
         assertNull(Kw.gbuffer(kw));
         assertEquals(1, kw.size());
     }
+
+    @Test
+    void shouldShareTheGbufferOfACopyAndSwapItThroughTheKwMethodsOnly() {
+        ByteBuf b = Unpooled.buffer(4).writeInt(1);
+        ByteBuf other = Unpooled.buffer(4).writeInt(2);
+        ObjectNode kw = Kw.withGbuffer(b);
+        assertSame(b, Kw.ref(kw, Kw.GBUFFER, ByteBuf.class));
+        ObjectNode copy = Kw.copy(kw);
+        assertSame(b, Kw.gbuffer(copy), "a copy shares the reference; its owner decides who releases");
+        assertNull(Kw.gbuffer(kw.deepCopy()), "a plain deep copy carries JSON only");
+        Kw.putRef(kw, Kw.GBUFFER, other);
+        assertSame(other, Kw.gbuffer(kw));
+        Kw.setGbuffer(kw, b);   // releases the buffer it replaces
+        assertEquals(0, other.refCnt());
+        assertSame(b, Kw.takeGbuffer(kw));
+        assertNull(Kw.takeGbuffer(kw));
+        assertEquals("{}", Kw.toJson(kw));
+        b.release();
+    }
 }
