@@ -214,6 +214,7 @@ public final class Tcp4hBench {
         final GObj gobj;
         GObj prot;
         boolean open;
+        boolean waitingTxReady;
 
         Client(GObj g) {
             gobj = g;
@@ -226,18 +227,33 @@ public final class Tcp4hBench {
             prot.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), gobj);
         }
 
+        /**
+         * Sends 64 while C_TCP holds nothing back, then comes back through the loop's task queue; once C_TCP
+         * queues (the socket is not writable), waits for its EV_TX_READY, as the raw producer waits for
+         * channelWritabilityChanged.
+         */
         private void pump() {
             if (!open || gobj.isDestroyed()) return;
-            GObj tcp = prot.bottom();
-            if (tcp.readAttr("cur_tx_queue").asLong() == 0) {
-                for (int i = 0; i < 64; i++) send();
+            if (prot.bottom().readAttr("cur_tx_queue").asLong() != 0) {
+                waitingTxReady = true;
+                return;
             }
+            for (int i = 0; i < 64; i++) send();
             gobj.yuno().eventLoop().execute(this::pump);
+        }
+
+        private int acTxReady(String ev, ObjectNode kw, GObj src) {
+            if (waitingTxReady) {
+                waitingTxReady = false;
+                pump();
+            }
+            return 0;
         }
 
         private int acOpen(String ev, ObjectNode kw, GObj src) {
             prot = src;
             open = true;
+            prot.bottom().subscribe(Ev.EV_TX_READY, gobj);
             if (pong) send();
             else gobj.yuno().eventLoop().execute(this::pump);
             return 0;
@@ -258,7 +274,7 @@ public final class Tcp4hBench {
         static final GClassSpec<Client> SPEC = GClassSpec.builder("C_BENCH_CLIENT", Client.class)
                 .fsm(Fsm.<Client>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, Client::acOpen).on(Ev.EV_ON_CLOSE, Client::acClose)
-                        .on(Ev.EV_ON_MESSAGE, Client::acMessage).build())
+                        .on(Ev.EV_ON_MESSAGE, Client::acMessage).on(Ev.EV_TX_READY, Client::acTxReady).build())
                 .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
                 .factory(Client::new).build();
     }

@@ -48,14 +48,52 @@ public final class Fsm<B> {
         public String next() { return next; }
     }
 
+    /**
+     * The rows of one state as an open-addressing table for the dispatcher: an event name is found by identity
+     * (the usual case, event names are constants) or by equality, without a map's wrapper and node hops.
+     */
+    public static final class Rows<B> {
+        private final String[] events;
+        private final Transition<B>[] transitions;
+        private final int mask;
+
+        @SuppressWarnings("unchecked")
+        Rows(Map<String, Transition<B>> rows) {
+            int cap = Integer.highestOneBit(Math.max(2, rows.size()) * 2 - 1) << 1;   // load factor <= 0.5
+            events = new String[cap];
+            transitions = new Transition[cap];
+            mask = cap - 1;
+            rows.forEach((ev, t) -> {
+                int i = ev.hashCode() & mask;
+                while (events[i] != null) i = (i + 1) & mask;
+                events[i] = ev;
+                transitions[i] = t;
+            });
+        }
+
+        /** The row of {@code event}, or null when the state has none. */
+        public Transition<B> get(String event) {
+            int h = event.hashCode();
+            for (int i = h & mask; ; i = (i + 1) & mask) {
+                String e = events[i];
+                if (e == event) return transitions[i];
+                if (e == null) return null;
+                if (e.hashCode() == h && e.equals(event)) return transitions[i];
+            }
+        }
+    }
+
     private final List<String> states;
     private final Map<String, Map<String, Transition<B>>> table;
+    private final Map<String, Rows<B>> rowTables = new HashMap<>();
+    private final Rows<B> noRows = new Rows<>(Map.of());
     private final Set<String> inputEvents;
     private final Set<String> outputEvents;
 
     private Fsm(List<String> states, Map<String, Map<String, Transition<B>>> table, Set<String> outputs) {
         this.states = Collections.unmodifiableList(states);
         this.table = table;
+        table.forEach((st, rows) -> rowTables.put(st, new Rows<>(rows)));
         Set<String> in = new LinkedHashSet<>();
         for (Map<String, Transition<B>> rows : table.values()) in.addAll(rows.keySet());
         this.inputEvents = Collections.unmodifiableSet(in);
@@ -85,6 +123,12 @@ public final class Fsm<B> {
     public Map<String, Transition<B>> rowsOf(String state) {
         Map<String, Transition<B>> rows = table.get(state);
         return rows == null ? Map.of() : rows;
+    }
+
+    /** {@link #rowsOf} as a lookup table for a dispatcher (empty for an unknown state). */
+    public Rows<B> rowTable(String state) {
+        Rows<B> r = rowTables.get(state);
+        return r == null ? noRows : r;
     }
 
     /** Events that have a row in the given state. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FsmTest {
@@ -53,5 +54,22 @@ class FsmTest {
     void shouldRejectAnEventDeclaredTwiceInOneState() {
         assertThrows(IllegalArgumentException.class, () -> Fsm.<B>builder()
                 .state("ST_A").ignore("EV_X").ignore("EV_X"));
+    }
+
+    @Test
+    void shouldFindEveryRowOfAStateByIdentityOrByEqualNameAndNothingElse() {
+        Fsm.Builder<B> b = Fsm.<B>builder();
+        Fsm.StateBuilder<B> st = b.state("ST_A");
+        for (int i = 0; i < 37; i++) st = st.on("EV_" + i, (s, e, k, src) -> 0, i % 2 == 0 ? null : "ST_A");
+        Fsm<B> fsm = st.build();
+        Fsm.Rows<B> rows = fsm.rowTable("ST_A");
+        for (int i = 0; i < 37; i++) {
+            String built = new StringBuilder("EV_").append(i).toString();   // equal, not the same instance
+            assertSame(fsm.lookup("ST_A", built), rows.get(built));
+            assertEquals(i % 2 == 0 ? null : "ST_A", rows.get(built).next());
+        }
+        assertNull(rows.get("EV_37"));
+        assertNull(rows.get(""));
+        assertNull(fsm.rowTable("ST_NOPE").get("EV_1"));
     }
 }

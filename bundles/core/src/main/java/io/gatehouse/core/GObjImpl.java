@@ -64,7 +64,7 @@ final class GObjImpl implements GObj {
     private GObj bottom;
     private String state;
     /** The FSM rows of {@link #state}, kept with it: send looks an event up once instead of state then event. */
-    private Map<String, Fsm.Transition<GObjBehavior>> rows;
+    private Fsm.Rows<GObjBehavior> rows;
     private boolean running;
     private boolean playing;
     private boolean disabled;
@@ -374,7 +374,7 @@ final class GObjImpl implements GObj {
 
     private void setState(String st) {
         state = st;
-        rows = fsm.rowsOf(st);
+        rows = fsm.rowTable(st);
     }
 
     @Override public boolean inState(String st) { return state.equals(st); }

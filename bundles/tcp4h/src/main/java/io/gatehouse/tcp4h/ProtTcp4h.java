@@ -124,6 +124,9 @@ public final class ProtTcp4h implements GObjBehavior {
     /** Reads (or their rest) waiting while the input is blocked, in arrival order. */
     private final ArrayDeque<ByteBuf> held = new ArrayDeque<>();
     private Cancellable timer = Cancellable.NONE;
+    /** The timer is the payload timer (see {@link #armPayloadTimer}). */
+    private boolean payloadTimerArmed;
+    private long lastPayloadReadNs;
     private boolean opened;
     private long thresholdMsgs;
     private long thresholdBytes;
@@ -204,11 +207,26 @@ public final class ProtTcp4h implements GObjBehavior {
     private void clearTimer() {
         timer.cancel();
         timer = Cancellable.NONE;
+        payloadTimerArmed = false;
     }
 
     private void setTimer(long ms) {
         timer.cancel();
         timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
+        payloadTimerArmed = false;
+    }
+
+    /**
+     * timeout_payload counts from the last read while a payload is incomplete. Rearming a timer on every read
+     * costs a scheduled task and its cancellation per read; instead one timer stays armed and, when it fires,
+     * waits the rest of the time if bytes came since.
+     */
+    private void armPayloadTimer() {
+        lastPayloadReadNs = System.nanoTime();
+        if (!payloadTimerArmed) {
+            setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
+            payloadTimerArmed = true;
+        }
     }
 
     private void releaseHeld() {
@@ -224,7 +242,7 @@ public final class ProtTcp4h implements GObjBehavior {
      * when a frame blocks the input; stops and discards the rest when a publish tore the connection down.
      */
     private void process(ByteBuf buf) {
-        clearTimer();
+        if (!payloadTimerArmed) clearTimer();   // a payload timer left armed finds out by itself when it fires
         try {
             for (;;) {
                 if (inputBlocked()) {
@@ -256,7 +274,7 @@ public final class ProtTcp4h implements GObjBehavior {
         }
         if (framer.inPayload()) {
             gobj.changeState(ST_WAIT_PAYLOAD);
-            setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
+            armPayloadTimer();
         } else {
             gobj.changeState(ST_WAIT_FRAME_HEADER);
             armHeaderGuard();
@@ -455,6 +473,14 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {
+        payloadTimerArmed = false;
+        long timeout = gobj.readLong(TIMEOUT_PAYLOAD);
+        long quietMs = (System.nanoTime() - lastPayloadReadNs) / 1_000_000L;
+        if (framer.inPayload() && quietMs < timeout) {
+            setTimer(timeout - quietMs);   // bytes came since the timer was armed: wait the rest
+            payloadTimerArmed = true;
+            return 0;
+        }
         Glog.warn(gobj, "Timeout waiting PAYLOAD data", "msgset", "protocol_error",
                 "timeout_payload", gobj.readLong(TIMEOUT_PAYLOAD));
         framer.reset();
@@ -463,6 +489,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acTimeoutHeader(String event, ObjectNode kw, GObj src) {
+        payloadTimerArmed = false;   // a payload timer that outlived its payload lands here
         long t = gobj.readLong(TIMEOUT_HEADER);
         if (t <= 0 || guardSince == 0 || inputBlocked()) {
             return 0; // a stale timer: the guard does not run now
