@@ -29,6 +29,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
+import java.security.cert.X509Certificate;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -61,7 +62,8 @@ public final class TcpS implements GObjBehavior {
     static final Attr<String> URL = Attr.string("url", "", AttrFlag.PERSIST, "Listening url (tcp://host:port, tcps://...)");
     static final Attr<Long> BACKLOG = Attr.integer("backlog", 4096, AttrFlag.PERSIST, "Listen backlog");
     static final Attr<JsonNode> CRYPTO = Attr.json("crypto", AttrType.JSON, null, AttrFlag.PERSIST,
-            "TLS config: ssl_certificate, ssl_certificate_key, ssl_trusted_certificate (client auth), ssl_ciphers");
+            "TLS config: ssl_certificate, ssl_certificate_key, ssl_trusted_certificate (client auth), ssl_ciphers;"
+            + " writing it while listening with TLS reloads the certificates");
     static final Attr<Boolean> USE_SSL = Attr.bool("use_ssl", false, AttrFlag.RD, "TLS, from the url schema");
     static final Attr<String> LHOST = Attr.string("lHost", "", AttrFlag.RD, "Listening host");
     static final Attr<String> LPORT = Attr.string("lPort", "", AttrFlag.RD, "Listening port (the bound one)");
@@ -93,6 +95,13 @@ public final class TcpS implements GObjBehavior {
 
     static final CommandSpec<TcpS> CMD_RELOAD_CERTS = CommandSpec.of("reload-certs",
             "Reload the TLS certificates from crypto", TcpS::cmdReloadCerts);
+    static final CommandSpec<TcpS> CMD_VIEW_CERT = CommandSpec.of("view-cert",
+            "The certificate this listener serves: subject, issuer, serial, validity, days_remaining, url",
+            TcpS::cmdViewCert);
+
+    private static final String NOT_TLS = "Listener is not TLS-enabled or not running";
+    /** ACME clients (certbot) renew 30 days before expiry by default: fewer days left means a renewal was missed. */
+    private static final long EXPIRY_WARNING_DAYS = 30;
 
     private enum Mode { CHANNELS, LEGACY, DYNAMIC }
 
@@ -102,6 +111,8 @@ public final class TcpS implements GObjBehavior {
     private Mode mode = Mode.CHANNELS;
     private Channel server;
     private SslContext sslCtx;
+    /** The certificate sslCtx presents: what view-cert shows, not what crypto says now (a bad write is not served). */
+    private X509Certificate servedCert;
     private final List<Tcp> bound = new ArrayList<>();
     /** Accepted sockets waiting for a free channel (channels mode), unread. */
     private final ArrayDeque<Channel> pending = new ArrayDeque<>();
@@ -132,9 +143,12 @@ public final class TcpS implements GObjBehavior {
         }
         gobj.set(USE_SSL, url.secure);
         sslCtx = null;
+        servedCert = null;
         if (url.secure) {
             try {
-                sslCtx = Tls.server(gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO));
+                Tls.ServerContext tls = Tls.server(crypto());
+                sslCtx = tls.ssl();
+                servedCert = tls.certificate();
             } catch (IOException | RuntimeException e) {
                 Glog.error(gobj, "Cannot create TLS context", "url", u, "error", String.valueOf(e.getMessage()));
                 return -1;
@@ -190,6 +204,7 @@ public final class TcpS implements GObjBehavior {
         } else {
             Glog.debug(gobj, "Listening...", "url", u, "lPort", local.getPort());
         }
+        if (servedCert != null) warnIfExpiring();
         gobj.changeState(St.ST_IDLE);
         // Bound clisrvs are started after the listener exists so that a free one can resume accepting.
         for (Tcp t : new ArrayList<>(bound)) {
@@ -218,7 +233,52 @@ public final class TcpS implements GObjBehavior {
         for (Channel c; (c = pending.poll()) != null; ) c.close();
     }
 
+    @Override
+    public void onWriting(String attr) {
+        // Not listening, or listening in plain TCP: the next start reads crypto anyway.
+        if (attr.equals(CRYPTO.name()) && servingTls()) reloadCerts();
+    }
+
     // --- Local methods ---
+
+    private JsonNode crypto() {
+        return gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO);
+    }
+
+    private boolean servingTls() {
+        return sslCtx != null && server != null;
+    }
+
+    /**
+     * Builds a context from crypto as it is now and hands it to the clisrvs, so it serves the next handshakes;
+     * established connections keep the session they negotiated. On failure the old context keeps serving.
+     */
+    private boolean reloadCerts() {
+        Tls.ServerContext tls;
+        try {
+            tls = Tls.server(crypto());
+        } catch (IOException | RuntimeException e) {
+            Glog.error(gobj, "reload-certs FAILED", "url", gobj.read(URL), "error", String.valueOf(e));
+            return false;
+        }
+        sslCtx = tls.ssl();
+        servedCert = tls.certificate();
+        for (Tcp t : bound) t.bindListener(this, sslCtx);
+        for (Tcp t : dynamicTops.keySet()) t.bindListener(this, sslCtx);
+        Glog.info(gobj, "TLS certificates reloaded", "url", gobj.read(URL),
+                "subject", servedCert.getSubjectX500Principal().getName(),
+                "not_after", servedCert.getNotAfter().toInstant().toString());
+        warnIfExpiring();
+        return true;
+    }
+
+    private void warnIfExpiring() {
+        long days = Tls.daysRemaining(servedCert, gobj.yuno().clock().epochMillis());
+        if (days > EXPIRY_WARNING_DAYS) return;
+        Glog.warn(gobj, days < 0 ? "TLS certificate expired" : "TLS certificate expires soon",
+                "url", gobj.read(URL), "subject", servedCert.getSubjectX500Principal().getName(),
+                "not_after", servedCert.getNotAfter().toInstant().toString(), "days_remaining", days);
+    }
 
     private static void closeQuietly(ServerSocketChannel c) {
         if (c == null) return;
@@ -408,16 +468,16 @@ public final class TcpS implements GObjBehavior {
     // --- Commands ---
 
     private ObjectNode cmdReloadCerts(String command, ObjectNode kw, GObj src) {
-        if (sslCtx == null || server == null) return Envelope.error("Listener is not TLS-enabled or not running");
-        try {
-            sslCtx = Tls.server(gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO));
-        } catch (IOException | RuntimeException e) {
-            Glog.error(gobj, "reload-certs FAILED", "error", String.valueOf(e.getMessage()));
-            return Envelope.error("reload-certs FAILED (check logs)");
-        }
-        for (Tcp t : bound) t.bindListener(this, sslCtx);
-        for (Tcp t : dynamicTops.keySet()) t.bindListener(this, sslCtx);
-        return Envelope.ok("TLS certificates reloaded", null);
+        if (!servingTls()) return Envelope.error(NOT_TLS);
+        return reloadCerts() ? Envelope.ok("TLS certificates reloaded", null)
+                : Envelope.error("reload-certs FAILED (check logs)");
+    }
+
+    private ObjectNode cmdViewCert(String command, ObjectNode kw, GObj src) {
+        if (!servingTls()) return Envelope.error(NOT_TLS);
+        ObjectNode data = Tls.describe(servedCert, gobj.yuno().clock().epochMillis());
+        data.put("url", gobj.read(URL));
+        return Envelope.ok(data);
     }
 
     SslContext sslContext() {

@@ -14,7 +14,7 @@ public final class TcpSGClass implements GClass {
             .description("TCP/TLS listener: binds accepted connections to C_CHANNEL siblings (or creates them)")
             .attrs(TcpS.ATTRS)
             .fsm(TcpS.FSM)
-            .commands(TcpS.CMD_RELOAD_CERTS)
+            .commands(TcpS.CMD_RELOAD_CERTS, TcpS.CMD_VIEW_CERT)
             .traceLevels("listen", "not-accepted", "tls")
             .acceptUnusedYunetaKeys("shared", "use_dups", "only_allowed_ips", "trace_tls", "exitOnError",
                     "user_data", "user_data2")

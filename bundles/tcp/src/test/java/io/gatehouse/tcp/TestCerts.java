@@ -7,27 +7,39 @@ import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.PrivateKey;
 import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** A self-signed EC certificate for localhost/127.0.0.1, made at test time with the JDK's keytool. */
 final class TestCerts {
     final String certPem;
     final String keyPem;
+    final X509Certificate cert;
 
-    private TestCerts(String certPem, String keyPem) {
+    private TestCerts(String certPem, String keyPem, X509Certificate cert) {
         this.certPem = certPem;
         this.keyPem = keyPem;
+        this.cert = cert;
     }
 
     static TestCerts generate(String cn) throws Exception {
+        return generate(cn, null, 2);
+    }
+
+    /** {@code startDate} in keytool's syntax ("-10d": ten days ago), null for now. */
+    static TestCerts generate(String cn, String startDate, int validityDays) throws Exception {
         Path dir = Files.createTempDirectory("gatehouse-tls");
         Path ks = dir.resolve("ks.p12");
         String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-        Process p = new ProcessBuilder(keytool, "-genkeypair", "-alias", "k", "-keyalg", "EC", "-groupname", "secp256r1",
-                "-dname", "CN=" + cn, "-ext", "SAN=dns:localhost,ip:127.0.0.1", "-validity", "2",
-                "-keystore", ks.toString(), "-storetype", "PKCS12", "-storepass", "changeit", "-keypass", "changeit")
-                .redirectErrorStream(true).start();
+        List<String> cmd = new ArrayList<>(List.of(keytool, "-genkeypair", "-alias", "k", "-keyalg", "EC",
+                "-groupname", "secp256r1", "-dname", "CN=" + cn, "-ext", "SAN=dns:localhost,ip:127.0.0.1",
+                "-validity", String.valueOf(validityDays), "-keystore", ks.toString(), "-storetype", "PKCS12",
+                "-storepass", "changeit", "-keypass", "changeit"));
+        if (startDate != null) cmd.addAll(List.of("-startdate", startDate));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) throw new IllegalStateException("keytool: " + out);
         KeyStore store = KeyStore.getInstance("PKCS12");
@@ -38,7 +50,8 @@ final class TestCerts {
         Certificate cert = store.getCertificate("k");
         Files.delete(ks);
         Files.delete(dir);
-        return new TestCerts(pem("CERTIFICATE", cert.getEncoded()), pem("PRIVATE KEY", key.getEncoded()));
+        return new TestCerts(pem("CERTIFICATE", cert.getEncoded()), pem("PRIVATE KEY", key.getEncoded()),
+                (X509Certificate) cert);
     }
 
     private static String pem(String type, byte[] der) {
