@@ -44,7 +44,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * interleaved rounds. Two tests: pipelined 100-byte messages into a counting sink (msgs/s) and a 132-byte
  * echo ping-pong, one message in flight (round trips/s).
  *
- * <pre>java -cp ... io.gatehouse.bench.tcp4h.Tcp4hBench [rounds=3] [warmupMs=1000] [measureMs=3000]</pre>
+ * <p>{@code ioThreads} is a comma-separated list of the yuno's {@code io_threads} to measure, each in every round:
+ * 0 (the default) keeps the sockets on the core loop; N > 0 puts them on N worker loops, so every message
+ * crosses between the worker and the core thread (the raw Netty baseline stays on one loop).
+ *
+ * <pre>java -cp ... io.gatehouse.bench.tcp4h.Tcp4hBench [rounds=3] [warmupMs=1000] [measureMs=3000] [ioThreads=0]</pre>
  */
 public final class Tcp4hBench {
 
@@ -54,24 +58,35 @@ public final class Tcp4hBench {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 3;
         long warm = args.length > 1 ? Long.parseLong(args[1]) : 1000;
         long measure = args.length > 2 ? Long.parseLong(args[2]) : 3000;
-        List<Double> gPipe = new ArrayList<>(), nPipe = new ArrayList<>(), gPong = new ArrayList<>(), nPong = new ArrayList<>();
+        int[] ios = java.util.Arrays.stream((args.length > 3 ? args[3] : "0").split(",")).mapToInt(x -> Integer.parseInt(x.trim())).toArray();
+        List<Double> nPipe = new ArrayList<>(), nPong = new ArrayList<>();
+        List<List<Double>> gPipe = new ArrayList<>(), gPong = new ArrayList<>();
+        for (int i = 0; i < ios.length; i++) {
+            gPipe.add(new ArrayList<>());
+            gPong.add(new ArrayList<>());
+        }
         for (int r = 0; r < rounds; r++) {
             nPipe.add(raw(false, 100, warm, measure));
-            gPipe.add(gatehouse(false, 100, warm, measure));
+            for (int i = 0; i < ios.length; i++) gPipe.get(i).add(gatehouse(false, 100, warm, measure, ios[i]));
             nPong.add(raw(true, 132, warm, measure));
-            gPong.add(gatehouse(true, 132, warm, measure));
-            System.out.printf("round %d: pipelined raw %.0f / gatehouse %.0f msgs/s; ping-pong raw %.0f / gatehouse %.0f rt/s%n",
-                    r + 1, nPipe.get(r), gPipe.get(r), nPong.get(r), gPong.get(r));
+            for (int i = 0; i < ios.length; i++) gPong.get(i).add(gatehouse(true, 132, warm, measure, ios[i]));
+            StringBuilder line = new StringBuilder(String.format("round %d: pipelined raw %.0f", r + 1, nPipe.get(r)));
+            for (int i = 0; i < ios.length; i++) line.append(String.format(" / gatehouse io_threads %d %.0f", ios[i], gPipe.get(i).get(r)));
+            line.append(String.format(" msgs/s; ping-pong raw %.0f", nPong.get(r)));
+            for (int i = 0; i < ios.length; i++) line.append(String.format(" / gatehouse io_threads %d %.0f", ios[i], gPong.get(i).get(r)));
+            System.out.println(line.append(" rt/s"));
         }
         System.out.printf("%nmedian of %d rounds%n", rounds);
-        report("pipelined 100 B, msgs/s", nPipe, gPipe);
-        report("ping-pong 132 B, rt/s   ", nPong, gPong);
+        for (int i = 0; i < ios.length; i++) {
+            report("pipelined 100 B, msgs/s", ios[i], nPipe, gPipe.get(i));
+            report("ping-pong 132 B, rt/s   ", ios[i], nPong, gPong.get(i));
+        }
     }
 
-    private static void report(String name, List<Double> raw, List<Double> gh) {
+    private static void report(String name, int io, List<Double> raw, List<Double> gh) {
         double r = median(raw), g = median(gh);
-        System.out.printf("%s  raw Netty %,12.0f (%,.0f-%,.0f)   Gatehouse %,12.0f (%,.0f-%,.0f)   ratio %.2f%n",
-                name, r, Collections.min(raw), Collections.max(raw), g, Collections.min(gh), Collections.max(gh), g / r);
+        System.out.printf("%s  raw Netty %,12.0f (%,.0f-%,.0f)   Gatehouse io_threads %d %,12.0f (%,.0f-%,.0f)   ratio %.2f%n",
+                name, r, Collections.min(raw), Collections.max(raw), io, g, Collections.min(gh), Collections.max(gh), g / r);
     }
 
     private static double median(List<Double> l) {
@@ -279,7 +294,12 @@ public final class Tcp4hBench {
                 .factory(Client::new).build();
     }
 
+    /** io_threads 0; perf.HotPath calls this one by reflection. */
     private static double gatehouse(boolean pong, int size, long warm, long measure) throws Exception {
+        return gatehouse(pong, size, warm, measure, 0);
+    }
+
+    private static double gatehouse(boolean pong, int size, long warm, long measure, int ioThreads) throws Exception {
         int port = freePort();
         COUNT.set(0);
         Server.echo = pong;
@@ -291,7 +311,7 @@ public final class Tcp4hBench {
                 + "\"channel_template\":{\"gclass\":\"C_PROT_TCP4H\"}}}]},"
                 + "{\"name\":\"cli\",\"gclass\":\"C_BENCH_CLIENT\",\"autostart\":true,\"priority\":2,\"children\":["
                 + "{\"name\":\"c\",\"gclass\":\"C_PROT_TCP4H\",\"kw\":{\"url\":\"tcp4h://127.0.0.1:" + port + "\"}}]}]}";
-        try (YunoRuntime rt = YunoRuntime.builder().name("bench")
+        try (YunoRuntime rt = YunoRuntime.builder().name("bench").ioThreads(ioThreads)
                 .gclass(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(), Server.SPEC, Client.SPEC)
                 .config(cfg).build()) {
             rt.start();

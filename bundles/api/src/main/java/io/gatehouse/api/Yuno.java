@@ -2,6 +2,7 @@ package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
 import org.osgi.annotation.versioning.ProviderType;
 
 import java.nio.file.Path;
@@ -10,7 +11,8 @@ import java.util.List;
 /**
  * A running tree of gobjs with its own core thread (a Netty event loop). Every gobj action of the yuno runs
  * on that thread; by default the yuno's sockets are served by the same loop, so a message goes from socket
- * to queue to socket with no thread hop.
+ * to queue to socket with no thread hop. With the yuno setting {@code io_threads} N > 0 the sockets are served
+ * by N worker loops instead ({@link #ioGroup()}), and gobj actions still run only on the core thread.
  */
 @ProviderType
 public interface Yuno {
@@ -18,8 +20,17 @@ public interface Yuno {
 
     String role();
 
-    /** The core thread. Gclasses that open sockets register them on it (io_threads 0). */
+    /** The core thread: every gobj action, timer and command of the yuno runs on it. */
     EventLoop eventLoop();
+
+    /**
+     * Where a gclass registers a new socket: with {@code io_threads} 0 (the default) the core loop itself, so
+     * socket callbacks run on the core thread; otherwise the yuno's group of worker loops, whose {@code next()}
+     * spreads sockets round-robin ({@code Bootstrap.group(ioGroup().next())}, or as a ServerBootstrap child
+     * group). Callbacks of a socket on a worker loop must not touch gobj state: they hand work to the core loop
+     * with {@link #execute}. A gclass never shuts this group down; the yuno does when it stops.
+     */
+    EventLoopGroup ioGroup();
 
     /** Runs work on the core thread (now, if already on it). */
     void execute(Runnable task);

@@ -20,6 +20,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.api.Yuno;
 import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -62,6 +63,9 @@ final class YunoImpl implements Yuno {
     private final String name;
     private final String role;
     private final EventLoop loop;
+    /** The core loop itself (io_threads 0) or the worker group, owned and shut down by YunoRuntime. */
+    private final EventLoopGroup ioGroup;
+    private final int ioThreads;
     private final GClock clock;
     private final Path dataDir;
     private final Map<String, GClassSpec<?>> gclasses = new ConcurrentHashMap<>();
@@ -100,10 +104,12 @@ final class YunoImpl implements Yuno {
         }
     }
 
-    YunoImpl(String name, String role, EventLoop loop, GClock clock, Path dataDir) {
+    YunoImpl(String name, String role, EventLoop loop, EventLoopGroup ioGroup, int ioThreads, GClock clock, Path dataDir) {
         this.name = name;
         this.role = role == null || role.isEmpty() ? name : role;
         this.loop = loop;
+        this.ioGroup = ioGroup == null ? loop : ioGroup;
+        this.ioThreads = ioGroup == null ? 0 : ioThreads;
         this.clock = clock;
         this.dataDir = dataDir;
         this.root = new GObjImpl(this, YunoGClass.SPEC, name, null, false, false, false, null);
@@ -139,6 +145,7 @@ final class YunoImpl implements Yuno {
     @Override public String name() { return name; }
     @Override public String role() { return role; }
     @Override public EventLoop eventLoop() { return loop; }
+    @Override public EventLoopGroup ioGroup() { return ioGroup; }
     @Override public GClock clock() { return clock; }
     @Override public Path dataDir() { return dataDir; }
     @Override public GObj root() { return root; }
@@ -186,6 +193,8 @@ final class YunoImpl implements Yuno {
 
     boolean isRunning() { return running; }
 
+    int ioThreads() { return ioThreads; }
+
     RegistryImpl registry() { return registry; }
 
     List<ServiceNode> serviceNodes() { return serviceNodes; }
@@ -213,6 +222,33 @@ final class YunoImpl implements Yuno {
             String where = loc == null ? "" : " at line " + loc.getLineNr() + ", column " + loc.getColumnNr();
             throw new ConfigException("", "config is not valid JSON: " + e.getOriginalMessage() + where);
         }
+    }
+
+    /** Most worker loops {@code io_threads} may ask for: a typo such as 1000 is a config error, not 1000 threads. */
+    static final int MAX_IO_THREADS = 64;
+
+    /**
+     * The {@code io_threads} of a config's {@code yuno} section (0 when absent): how many worker loops serve the
+     * yuno's sockets. Read before the yuno exists, because the loops are made with it.
+     */
+    static int ioThreadsOf(ObjectNode config) {
+        JsonNode y = config == null ? null : config.get("yuno");
+        JsonNode n = y == null || !y.isObject() ? null : y.get("io_threads");
+        if (n == null || n.isNull()) return 0;
+        long v = -1;
+        if (n.isIntegralNumber()) {
+            v = n.asLong();
+        } else if (n.isTextual()) {
+            try {
+                v = Long.parseLong(n.asText().trim());
+            } catch (NumberFormatException e) {
+                v = -1;
+            }
+        }
+        if (v < 0 || v > MAX_IO_THREADS) {
+            throw new ConfigException("yuno", "'io_threads' must be an integer from 0 to " + MAX_IO_THREADS + ", got " + n);
+        }
+        return (int) v;
     }
 
     /**
@@ -300,6 +336,13 @@ final class YunoImpl implements Yuno {
      */
     Map<String, String> reconfigure(ObjectNode config) {
         Loaded l = read(config);
+        JsonNode wanted = l.yunoSection == null ? null : l.yunoSection.get("io_threads");
+        int io = ioThreadsOf(config);
+        if (wanted != null && io != ioThreads) {
+            // The loops own live sockets: changing them means a restart, which a reconfigure must not do by itself.
+            Glog.warn(null, "io_threads changed: applies when the yuno starts again", "io_threads", ioThreads,
+                    "configured", io);
+        }
         Map<String, ServiceNode> old = new LinkedHashMap<>();
         for (ServiceNode sn : serviceNodes) old.put(sn.name, sn);
         Map<String, String> outcome = new LinkedHashMap<>();

@@ -39,13 +39,15 @@ public final class YunoRuntime implements AutoCloseable {
     private static final long CALL_TIMEOUT_MS = 30_000;
 
     private final NioEventLoopGroup group;
+    /** The io_threads worker loops, null with io_threads 0 (sockets on the core loop). */
+    private final NioEventLoopGroup ioGroup;
     private final YunoImpl yuno;
     private final List<Recorder> recorders = new ArrayList<>();
     private volatile boolean closed;
 
     private YunoRuntime(Builder b) {
-        this.group = new NioEventLoopGroup(1, new DefaultThreadFactory("gatehouse-core-" + b.name, false));
-        EventLoop loop = group.next();
+        int io = b.ioThreads >= 0 ? b.ioThreads : YunoImpl.ioThreadsOf(b.config);
+        if (io > YunoImpl.MAX_IO_THREADS) throw new ConfigException("yuno", "'io_threads' must be at most " + YunoImpl.MAX_IO_THREADS);
         Path data = b.dataDir;
         if (data == null) {
             try {
@@ -54,7 +56,11 @@ public final class YunoRuntime implements AutoCloseable {
                 throw new IllegalStateException("no data directory", e);
             }
         }
-        this.yuno = new YunoImpl(b.name, b.role, loop, b.clock, data.toAbsolutePath());
+        this.group = new NioEventLoopGroup(1, new DefaultThreadFactory("gatehouse-core-" + b.name, false));
+        // Daemon threads: the core thread is what keeps a process alive; a worker left behind by a bug must not.
+        this.ioGroup = io == 0 ? null : new NioEventLoopGroup(io, new DefaultThreadFactory("gatehouse-io-" + b.name, true));
+        EventLoop loop = group.next();
+        this.yuno = new YunoImpl(b.name, b.role, loop, ioGroup, io, b.clock, data.toAbsolutePath());
         for (GClassSpec<?> s : b.specs) yuno.register(s);
         yuno.register(Recorder.SPEC);
         b.extensions.forEach((k, v) -> yuno.putExtension(k, v));
@@ -72,6 +78,7 @@ public final class YunoRuntime implements AutoCloseable {
                 });
             }
         } catch (RuntimeException e) {
+            if (ioGroup != null) ioGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw e;
         }
@@ -104,6 +111,11 @@ public final class YunoRuntime implements AutoCloseable {
 
     public Yuno yuno() {
         return yuno;
+    }
+
+    /** Worker loops serving the yuno's sockets; 0 = the core loop serves them. */
+    public int ioThreads() {
+        return yuno.ioThreads();
     }
 
     public GObj service(String name) {
@@ -207,6 +219,9 @@ public final class YunoRuntime implements AutoCloseable {
         } catch (RuntimeException e) {
             // the loop may already be gone; closing must still end the thread
         }
+        // Workers first: closing their sockets hands the last events to the core loop, which must still run them
+        // (they release what was read or queued for those sockets).
+        if (ioGroup != null) ioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
@@ -218,8 +233,20 @@ public final class YunoRuntime implements AutoCloseable {
         private final List<GClassSpec<?>> specs = new ArrayList<>();
         private final Map<Class<?>, Object> extensions = new LinkedHashMap<>();
         private ObjectNode config;
+        private int ioThreads = -1;
 
         public Builder name(String n) { this.name = n; return this; }
+
+        /**
+         * Worker loops for the yuno's sockets (0 = the core loop serves them, the default). Set here it wins over
+         * the config's {@code yuno.io_threads}; unset, the config decides.
+         */
+        public Builder ioThreads(int n) {
+            if (n < 0) throw new IllegalArgumentException("io_threads must be >= 0");
+            this.ioThreads = n;
+            return this;
+        }
+
         public Builder role(String r) { this.role = r; return this; }
         public Builder dataDir(Path d) { this.dataDir = d; return this; }
         public Builder clock(GClock c) { this.clock = c; return this; }

@@ -12,6 +12,7 @@ import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -126,6 +127,40 @@ class ConfigBuilderTest {
         ConfigException dup = assertThrows(ConfigException.class, () -> build(
                 "{\"services\": [{\"name\": \"s\", \"gclass\": \"C_NODE\"}, {\"name\": \"s\", \"gclass\": \"C_NODE\"}]}"));
         assertTrue(dup.getMessage().contains("duplicate"), dup.getMessage());
+    }
+
+    @Test
+    void shouldTakeIoThreadsFromTheYunoSectionUnlessTheBuilderSetsIt() {
+        build("{\"yuno\": {\"io_threads\": 2}, \"services\": []}");
+        assertEquals(2, rt.ioThreads());
+        io.netty.channel.EventLoopGroup io = rt.yuno().ioGroup();
+        io.netty.channel.EventLoop a = io.next();
+        io.netty.channel.EventLoop b = io.next();
+        assertNotSame(a, b, "two worker loops, used in turn");
+        assertSame(a, io.next());
+        assertNotSame(rt.yuno().eventLoop(), a);
+        assertNotSame(rt.yuno().eventLoop(), b);
+        rt.close();
+
+        build("{\"services\": []}");
+        assertEquals(0, rt.ioThreads());
+        assertSame(rt.yuno().eventLoop(), rt.yuno().ioGroup(), "io_threads 0: sockets go on the core loop");
+        rt.close();
+
+        rt = YunoRuntime.builder().name("t").dataDir(data).ioThreads(0).config("{\"yuno\": {\"io_threads\": 3}}").build();
+        assertEquals(0, rt.ioThreads(), "the builder's setting wins");
+        assertSame(rt.yuno().eventLoop(), rt.yuno().ioGroup());
+    }
+
+    @Test
+    void shouldRejectAnIoThreadsThatIsNotACount() {
+        for (String bad : new String[] {"-1", "65", "\"two\"", "1.5", "true"}) {
+            ConfigException e = assertThrows(ConfigException.class,
+                    () -> build("{\"yuno\": {\"io_threads\": " + bad + "}, \"services\": []}"), bad);
+            assertTrue(e.getMessage().contains("io_threads"), e.getMessage());
+        }
+        rt = YunoRuntime.builder().name("t").dataDir(data).config("{\"yuno\": {\"io_threads\": \"2\"}}").build();
+        assertEquals(2, rt.ioThreads(), "a count in a string is read as a count");
     }
 
     @Test

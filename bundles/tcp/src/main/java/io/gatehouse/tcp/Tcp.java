@@ -37,6 +37,7 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * C_TCP: one TCP (optionally TLS) connection on Netty. Client role when {@code url} is set (connects,
@@ -58,7 +59,9 @@ import java.util.concurrent.CompletableFuture;
  * Threading: the socket is registered on the yuno's core loop (io_threads 0), so every Netty callback runs
  * on the core thread and calls straight into the FSM; a callback that arrives on another thread hops with
  * {@code yuno.execute}. Writes are coalesced: each EV_TX_DATA is written without flush, one flush task runs
- * per event-loop batch, and crossing the output threshold flushes at once.
+ * per event-loop batch, and crossing the output threshold flushes at once. With io_threads > 0 the socket is
+ * on a worker loop and a {@link WorkerLink} carries its reads to the core loop and its writes back, in
+ * batches, where the core-loop socket would read, write and flush.
  */
 public final class Tcp implements GObjBehavior {
 
@@ -167,6 +170,8 @@ public final class Tcp implements GObjBehavior {
     private final EventLoop loop;
     /** The connection being set up or up; null when disconnected. */
     private Channel ch;
+    /** Set when {@link #ch} is on a worker loop (io_threads > 0); null on the core loop. */
+    private WorkerLink link;
     private TcpS listener;
     private SslContext sslCtx;
     private Url url;
@@ -254,6 +259,7 @@ public final class Tcp implements GObjBehavior {
         discardTxQueue();
         Channel c = ch;
         ch = null;
+        dropLink();
         if (c != null) c.close();
         boolean published = connectedPublished;
         connectedPublished = false;
@@ -273,6 +279,7 @@ public final class Tcp implements GObjBehavior {
             ch.close();
             ch = null;
         }
+        dropLink();
         if (listener != null) listener.clisrvGone(this);
     }
 
@@ -303,6 +310,11 @@ public final class Tcp implements GObjBehavior {
         return gobj;
     }
 
+    /** The socket, or null (tests check which loop serves it). */
+    Channel channel() {
+        return ch;
+    }
+
     /** Free to take a new accepted socket. */
     boolean isFree() {
         return listener != null && gobj.isRunning() && ch == null && gobj.inState(St.ST_DISCONNECTED);
@@ -313,8 +325,24 @@ public final class Tcp implements GObjBehavior {
         ch = c;
         gobj.changeState(St.ST_WAIT_CONNECTED);
         lastCause = "";
-        initPipeline(c, null, 0);
-        c.config().setAutoRead(true);
+        // autoRead first: the handlers may report the connection (and the upper layer pause it) as they are added.
+        if (c.eventLoop() == loop) {
+            c.config().setAutoRead(true);
+            initPipeline(c, sslCtx, null, 0, null);
+            return;
+        }
+        WorkerLink l = new WorkerLink(this, gobj.yuno());
+        link = l;
+        SslContext ctx = sslCtx;
+        try {
+            // On the socket's own loop, so that no event of it can fire before its handlers are all in place.
+            c.eventLoop().execute(() -> {
+                c.config().setAutoRead(true);
+                initPipeline(c, ctx, null, 0, l);
+            });
+        } catch (RejectedExecutionException e) {
+            loop.execute(() -> onInactive(c));   // the worker is stopping and closes the socket
+        }
     }
 
     // --- Netty callbacks (TcpHandler) ---
@@ -367,10 +395,11 @@ public final class Tcp implements GObjBehavior {
 
     void onWritabilityChanged(Channel c) {
         if (c != ch) return;
-        if (c.isWritable()) {
+        if (writable()) {
             drainTxQueue();
         } else {
             wasUnwritable = true;
+            if (link != null && !txQueue.isEmpty()) link.awaitRoom(c);
         }
     }
 
@@ -389,6 +418,32 @@ public final class Tcp implements GObjBehavior {
 
     private boolean inactivityModel() {
         return inactivity && listener == null;
+    }
+
+    // --- Called by WorkerLink (io_threads > 0), on the core loop ---
+
+    boolean inputPaused() {
+        return pausedByUpper || inputThreshold.isBlocked();
+    }
+
+    /** The socket of {@code l}, or null once this gobj let go of it. */
+    Channel channelOf(WorkerLink l) {
+        return l == link ? ch : null;
+    }
+
+    /** WorkerLink started or finished holding reads: the socket reads only when nothing is held. */
+    void inputHeldChanged() {
+        updateAutoRead();
+    }
+
+    private boolean writable() {
+        return link == null ? ch.isWritable() : link.writable(ch);
+    }
+
+    private void dropLink() {
+        WorkerLink l = link;
+        link = null;
+        if (l != null) l.discard();
     }
 
     private void refreshConfig() {
@@ -433,17 +488,24 @@ public final class Tcp implements GObjBehavior {
         Channel c = ch;
         if (c == null) return;
         boolean read = !inputThreshold.isBlocked() && !pausedByUpper;
+        if (read && link != null && link.holding()) {
+            // Reads held across the hop go up first; reading again before they are gone would let a worker
+            // read a burst per resume while the consumer takes only up to its threshold: memory without bound.
+            link.inputResumed();
+            read = false;
+        }
         if (c.config().isAutoRead() != read) {
             c.config().setAutoRead(read);
         }
     }
 
-    private void initPipeline(Channel c, String host, int port) {
-        if (sslCtx != null) {
-            SslHandler h = host == null ? sslCtx.newHandler(c.alloc()) : sslCtx.newHandler(c.alloc(), host, port);
+    /** Runs on the socket's loop; reads no gobj state ({@code ctx} and {@code l} come from the core loop). */
+    private void initPipeline(Channel c, SslContext ctx, String host, int port, WorkerLink l) {
+        if (ctx != null) {
+            SslHandler h = host == null ? ctx.newHandler(c.alloc()) : ctx.newHandler(c.alloc(), host, port);
             c.pipeline().addLast("ssl", h);
         }
-        c.pipeline().addLast("tcp", new TcpHandler(this, gobj.yuno()));
+        c.pipeline().addLast("tcp", l != null ? l : new TcpHandler(this, gobj.yuno()));
     }
 
     private void connect() {
@@ -489,8 +551,11 @@ public final class Tcp implements GObjBehavior {
     private void doConnect(SocketAddress addr) {
         String host = url.host;
         int port = url.port;
+        EventLoop io = gobj.yuno().ioGroup().next();
+        WorkerLink l = io == loop ? null : new WorkerLink(this, gobj.yuno());
+        SslContext ctx = sslCtx;
         Bootstrap b = new Bootstrap()
-                .group(loop)
+                .group(io)
                 .channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, gobj.readLong(TIMEOUT_CONNECT)))
@@ -498,13 +563,19 @@ public final class Tcp implements GObjBehavior {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel c) {
-                        initPipeline(c, host, port);
+                        initPipeline(c, ctx, host, port, l);
                     }
                 });
         ChannelFuture f = b.connect(addr);
         ch = f.channel();
+        link = l;
         f.addListener((ChannelFutureListener) fut -> {
-            if (!fut.isSuccess()) connectFailed(fut.channel(), fut.cause());
+            // Netty fails a connect (refused, timeout_connect) on the socket's loop, a worker with io_threads > 0.
+            if (!fut.isSuccess()) {
+                Channel fc = fut.channel();
+                Throwable cause = fut.cause();
+                gobj.yuno().execute(() -> connectFailed(fc, cause));
+            }
         });
     }
 
@@ -516,6 +587,7 @@ public final class Tcp implements GObjBehavior {
     private void connectFailed(Channel c, Throwable cause) {
         if (c != null && c != ch) return;
         ch = null;
+        dropLink();
         lastCause = cause == null ? "" : String.valueOf(cause.getMessage());
         if (gobj.isTraced("connections")) {
             Glog.info(gobj, "Disconnected", "msg2", "Disconnected To", "url", gobj.read(URL), "cause", lastCause);
@@ -577,6 +649,7 @@ public final class Tcp implements GObjBehavior {
 
     private void setDisconnected() {
         ch = null;
+        dropLink();
         boolean published = connectedPublished;
         connectedPublished = false;
         clearTimer();
@@ -640,8 +713,10 @@ public final class Tcp implements GObjBehavior {
 
     /** Half-close then close, after what was written is flushed: the peer sees FIN, not RST (B18). */
     private void closeGracefully(Channel c) {
+        if (link != null) flushNow();   // the batch still on the core side goes before the FIN
+        boolean plain = sslCtx == null;   // read here: the listener runs on the socket's loop
         c.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
-            if (c instanceof SocketChannel && sslCtx == null && c.isActive()) {
+            if (c instanceof SocketChannel && plain && c.isActive()) {
                 ((SocketChannel) c).shutdownOutput().addListener(x -> c.close());
             } else {
                 c.close();
@@ -651,7 +726,8 @@ public final class Tcp implements GObjBehavior {
 
     private void write(ByteBuf buf) {
         int n = buf.readableBytes();
-        ch.write(buf, ch.voidPromise());
+        if (link == null) ch.write(buf, ch.voidPromise());
+        else link.add(buf);
         dTxMsgs++;
         dTxBytes += n;
         unflushedMsgs++;
@@ -674,7 +750,10 @@ public final class Tcp implements GObjBehavior {
         unflushedMsgs = 0;
         unflushedBytes = 0;
         Channel c = ch;
-        if (c != null) c.flush();
+        if (c != null) {
+            if (link == null) c.flush();
+            else link.handOff(c);
+        }
     }
 
     /** Queues (socket not writable, or not connected yet) with the overflow policy; false = connection dropped. */
@@ -717,13 +796,14 @@ public final class Tcp implements GObjBehavior {
     private void drainTxQueue() {
         Channel c = ch;
         if (c == null || !gobj.inState(St.ST_CONNECTED)) return;
-        while (!txQueue.isEmpty() && c.isWritable()) {
+        while (!txQueue.isEmpty() && writable()) {
             ByteBuf b = txQueue.poll();
             txQueueBytes -= b.readableBytes();
             write(b);
         }
         gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
-        if (txQueue.isEmpty() && wasUnwritable && c.isWritable()) {
+        if (link != null && !txQueue.isEmpty()) link.awaitRoom(c);
+        if (txQueue.isEmpty() && wasUnwritable && writable()) {
             wasUnwritable = false;
             if (!gobj.readBool(NO_TX_READY_EVENT)) gobj.publish(Ev.EV_TX_READY, Kw.create());
         }
@@ -754,12 +834,14 @@ public final class Tcp implements GObjBehavior {
             Glog.error(gobj, "gbuffer NULL", "event", event);
             return -1;
         }
-        if (txQueue.isEmpty() && ch.isWritable()) {
+        if (txQueue.isEmpty() && writable()) {
             write(buf);
             return 0;
         }
         wasUnwritable = true;
-        return enqueue(buf) ? 0 : -1;
+        if (!enqueue(buf)) return -1;
+        if (link != null) link.awaitRoom(ch);
+        return 0;
     }
 
     private int acTxDataDisconnected(String event, ObjectNode kw, GObj src) {

@@ -10,9 +10,9 @@ import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.util.ReferenceCountUtil;
 
 /**
- * The last handler of a C_TCP socket: forwards Netty's callbacks to the {@link Tcp} gobj. On the core loop
- * (io_threads 0, the default) it calls straight in; from any other thread it hands the call to the core loop.
- * It never touches gobj state itself.
+ * The last handler of a C_TCP socket on the core loop (io_threads 0, the default): forwards Netty's callbacks
+ * straight to the {@link Tcp} gobj; a call from any other thread is handed to the core loop. It never touches gobj
+ * state itself. A socket on a worker loop (io_threads > 0) has a {@link WorkerLink} instead, which batches.
  */
 final class TcpHandler extends ChannelInboundHandlerAdapter {
     private final Tcp tcp;

@@ -35,6 +35,7 @@ import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * C_TCP_S: a TCP/TLS listener that hands accepted sockets to server-side C_TCP gobjs ("clisrv").
@@ -188,14 +189,23 @@ public final class TcpS implements GObjBehavior {
 
         ServerSocketChannel bound0 = jch;
         ServerBootstrap sb = new ServerBootstrap()
-                .group(gobj.yuno().eventLoop(), gobj.yuno().eventLoop())
+                .group(gobj.yuno().eventLoop(), gobj.yuno().ioGroup())
                 .channelFactory(() -> new NioServerSocketChannel(bound0))
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel c) {
-                        onAccepted(c);
+                        if (gobj.yuno().inCoreThread()) {
+                            onAccepted(c);
+                            return;
+                        }
+                        // Registered on a worker loop (io_threads > 0): the binding is gobj work, for the core loop.
+                        try {
+                            gobj.yuno().execute(() -> onAccepted(c));
+                        } catch (RejectedExecutionException e) {
+                            c.close();
+                        }
                     }
                 });
         server = sb.register().channel();

@@ -31,7 +31,100 @@ final class Support {
     }
 
     static YunoRuntime runtime(String config) {
-        return YunoRuntime.builder().name("t").gclass(specs()).config(config).build();
+        return runtime(config, 0);
+    }
+
+    /** A runtime whose sockets are served by {@code ioThreads} worker loops (0 = the core loop). */
+    static YunoRuntime runtime(String config, int ioThreads) {
+        return YunoRuntime.builder().name("t").ioThreads(ioThreads).gclass(specs()).config(config).build();
+    }
+
+    /** Live threads of the io_threads worker loops of yunos named {@code yunoName}. */
+    static List<String> ioThreads(String yunoName) {
+        return threads("gatehouse-io-" + yunoName + "-");
+    }
+
+    static List<String> threads(String prefix) {
+        List<String> out = new ArrayList<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.isAlive() && t.getName().startsWith(prefix)) out.add(t.getName());
+        }
+        return out;
+    }
+
+    /** The io_threads workers of yunos named {@code yunoName} still alive after waiting up to {@code timeoutMs}. */
+    static List<String> ioThreadsLeft(String yunoName, long timeoutMs) throws InterruptedException {
+        return threadsLeft("gatehouse-io-" + yunoName + "-", timeoutMs);
+    }
+
+    /** Waits (a closed group's threads end just after its termination is signalled) until none is left. */
+    static List<String> threadsLeft(String prefix, long timeoutMs) throws InterruptedException {
+        long end = System.currentTimeMillis() + timeoutMs;
+        List<String> left = threads(prefix);
+        while (!left.isEmpty() && System.currentTimeMillis() < end) {
+            Thread.sleep(10);
+            left = threads(prefix);
+        }
+        return left;
+    }
+
+    /**
+     * Collects what is printed on System.err (where slf4j-simple writes Netty's leak reports) while still
+     * printing it, so a test class can fail on "LEAK:". The paranoid detector reports a leaked buffer once it
+     * was garbage collected and another buffer is tracked: {@link #stop} collects and allocates to flush them.
+     */
+    static final class LeakWatch {
+        private final java.io.PrintStream original = System.err;
+        private final java.io.ByteArrayOutputStream seen = new java.io.ByteArrayOutputStream();
+
+        LeakWatch() {
+            java.io.OutputStream tee = new java.io.OutputStream() {
+                @Override
+                public void write(int b) {
+                    original.write(b);
+                    synchronized (seen) {
+                        seen.write(b);
+                    }
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) {
+                    original.write(b, off, len);
+                    synchronized (seen) {
+                        seen.write(b, off, len);
+                    }
+                }
+            };
+            System.setErr(new java.io.PrintStream(tee, true));
+        }
+
+        /** Stops collecting; answers the leak reports seen (empty if none). */
+        String stop() throws InterruptedException {
+            try {
+                for (int r = 0; r < 5; r++) {
+                    System.gc();
+                    Thread.sleep(50);
+                    for (int i = 0; i < 100; i++) io.netty.buffer.PooledByteBufAllocator.DEFAULT.directBuffer(16).release();
+                }
+            } finally {
+                System.setErr(original);
+            }
+            String all;
+            synchronized (seen) {
+                all = seen.toString(java.nio.charset.StandardCharsets.UTF_8);
+            }
+            int i = all.indexOf("LEAK:");
+            return i < 0 ? "" : all.substring(i, Math.min(all.length(), i + 4000));
+        }
+    }
+
+    /** Client side: a gate, a channel, C_PROT_TCP4H and C_TCP connecting to {@code port}. */
+    static String clientConfig(int port, String tcpKw) {
+        return "{\"services\":[{\"name\":\"out\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
+                + "{\"name\":\"out\",\"gclass\":\"C_CHANNEL\",\"children\":["
+                + "{\"name\":\"out\",\"gclass\":\"C_PROT_TCP4H\",\"children\":["
+                + "{\"name\":\"out\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\""
+                + (tcpKw == null ? "" : "," + tcpKw) + "}}]}]}]}]}";
     }
 
     /** One captured log record. */

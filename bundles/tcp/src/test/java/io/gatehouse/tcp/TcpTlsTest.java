@@ -9,8 +9,9 @@ import io.gatehouse.core.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.charset.StandardCharsets;
 
@@ -18,7 +19,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** TLS on both sides (tcps listener, tcp4hs client) with a certificate generated at test time. */
+/**
+ * TLS on both sides (tcps listener, tcp4hs client) with a certificate generated at test time; with the sockets on
+ * the core loop (io_threads 0) and on worker loops (2), where the handshake events cross to the core loop.
+ */
 @Timeout(60)
 class TcpTlsTest {
     private static TestCerts certs;
@@ -47,10 +51,11 @@ class TcpTlsTest {
                 + "\"tcp_kw\":{\"timeout_between_connections\":300}}}]}]}]}";
     }
 
-    @Test
-    void shouldRoundTripOverTls() throws Exception {
+    @ParameterizedTest(name = "io_threads {0}")
+    @ValueSource(ints = {0, 2})
+    void shouldRoundTripOverTls(int io) throws Exception {
         int port = Support.freePort();
-        try (YunoRuntime srv = Support.runtime(serverCfg(port)); YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem))) {
+        try (YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem), io)) {
             Recorder srec = srv.recorder("rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
@@ -72,11 +77,12 @@ class TcpTlsTest {
         }
     }
 
-    @Test
-    void shouldNotOpenWhenTheServerIsNotTrusted() throws Exception {
+    @ParameterizedTest(name = "io_threads {0}")
+    @ValueSource(ints = {0, 2})
+    void shouldNotOpenWhenTheServerIsNotTrusted(int io) throws Exception {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
-             YunoRuntime srv = Support.runtime(serverCfg(port)); YunoRuntime cli = Support.runtime(clientCfg(port, other.certPem))) {
+             YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, other.certPem), io)) {
             Recorder srec = srv.recorder("rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
