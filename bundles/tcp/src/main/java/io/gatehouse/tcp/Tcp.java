@@ -399,7 +399,7 @@ public final class Tcp implements GObjBehavior {
             drainTxQueue();
         } else {
             wasUnwritable = true;
-            if (link != null && !txQueue.isEmpty()) link.awaitRoom(c);
+            if (link != null) link.awaitRoom(c);
         }
     }
 
@@ -802,10 +802,13 @@ public final class Tcp implements GObjBehavior {
             write(b);
         }
         gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
-        if (link != null && !txQueue.isEmpty()) link.awaitRoom(c);
         if (txQueue.isEmpty() && wasUnwritable && writable()) {
             wasUnwritable = false;
             if (!gobj.readBool(NO_TX_READY_EVENT)) gobj.publish(Ev.EV_TX_READY, Kw.create());
+        } else if (link != null && (!txQueue.isEmpty() || wasUnwritable)) {
+            // Still owing EV_TX_READY: the queue may have emptied into the hop without room left, and with the
+            // bytes across the hop Netty may never turn the socket unwritable, so no writability event would come.
+            link.awaitRoom(c);
         }
     }
 

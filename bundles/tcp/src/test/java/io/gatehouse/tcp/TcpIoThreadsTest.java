@@ -165,6 +165,114 @@ class TcpIoThreadsTest {
                 .factory(SeqClient::new).build();
     }
 
+    /** Server top: counts what arrives, spending 20 µs of CPU on each, so a fast producer fills the socket buffers. */
+    static final class CountSink implements GObjBehavior {
+        static final AtomicLong RECEIVED = new AtomicLong();
+
+        CountSink(GObj g) {
+        }
+
+        private int acMessage(String ev, ObjectNode kw, GObj src) {
+            long until = System.nanoTime() + 20_000;
+            while (System.nanoTime() < until) Thread.onSpinWait();
+            RECEIVED.incrementAndGet();
+            Kw.release(kw);
+            return 0;
+        }
+
+        static final GClassSpec<CountSink> SPEC = GClassSpec.builder("C_COUNT_SINK", CountSink.class)
+                .fsm(Fsm.<CountSink>builder().state(St.ST_IDLE)
+                        .on(Ev.EV_ON_MESSAGE, CountSink::acMessage).ignore(Ev.EV_ON_OPEN).ignore(Ev.EV_ON_CLOSE).build())
+                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                .factory(CountSink::new).build();
+    }
+
+    /**
+     * Client top with the producer contract of C_TCP: write bursts while C_TCP queues nothing; once it queues,
+     * stop and wait for its EV_TX_READY. A missed EV_TX_READY stalls it for good.
+     */
+    static final class ReadyProducer implements GObjBehavior {
+        static final int TOTAL = 20_000;
+        /** 64 of these are more than Netty's 64 KiB high water mark: every burst is held back. */
+        static final int SIZE = 4096;
+        static final AtomicLong SENT = new AtomicLong();
+        static final AtomicLong WAITS = new AtomicLong();
+        final GObj gobj;
+        GObj channel;
+        GObj tcp;
+        boolean waiting;
+
+        ReadyProducer(GObj g) {
+            gobj = g;
+        }
+
+        private void pump() {
+            if (channel == null || SENT.get() >= TOTAL) return;
+            if (tcp.readAttr("cur_tx_queue").asLong() != 0) {
+                waiting = true;
+                WAITS.incrementAndGet();
+                return;
+            }
+            for (int i = 0; i < 64 && SENT.get() < TOTAL; i++) {
+                ByteBuf b = io.gatehouse.api.Gbuffers.allocate(SIZE);
+                b.writeZero(SIZE);
+                channel.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), gobj);
+                SENT.incrementAndGet();
+            }
+            gobj.yuno().eventLoop().execute(this::pump);
+        }
+
+        private int acOpen(String ev, ObjectNode kw, GObj src) {
+            Kw.release(kw);
+            channel = src;
+            tcp = gobj.lastBottom();
+            tcp.subscribe(Ev.EV_TX_READY, gobj);
+            pump();
+            return 0;
+        }
+
+        private int acTxReady(String ev, ObjectNode kw, GObj src) {
+            Kw.release(kw);
+            if (waiting) {
+                waiting = false;
+                pump();
+            }
+            return 0;
+        }
+
+        static final GClassSpec<ReadyProducer> SPEC = GClassSpec.builder("C_READY_PRODUCER", ReadyProducer.class)
+                .fsm(Fsm.<ReadyProducer>builder().state(St.ST_IDLE)
+                        .on(Ev.EV_ON_OPEN, ReadyProducer::acOpen)
+                        .on(Ev.EV_TX_READY, ReadyProducer::acTxReady)
+                        .ignore(Ev.EV_ON_MESSAGE).ignore(Ev.EV_ON_CLOSE).build())
+                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                .factory(ReadyProducer::new).build();
+    }
+
+    @ParameterizedTest(name = "io_threads {0}")
+    @ValueSource(ints = {0, 2})
+    void shouldWakeAProducerThatWaitsForTxReadyEveryTimeItWasHeldBack(int io) throws Exception {
+        CountSink.RECEIVED.set(0);
+        ReadyProducer.SENT.set(0);
+        ReadyProducer.WAITS.set(0);
+        int port = Support.freePort();
+        String srvCfg = Support.serverConfig(port, 1, null, null).replace("C_TEST_GATE", "C_COUNT_SINK");
+        String cliCfg = Support.clientConfig(port, null).replace("C_TEST_GATE", "C_READY_PRODUCER");
+        try (YunoRuntime srv = YunoRuntime.builder().name("t").gclass(Support.specs()).gclass(CountSink.SPEC)
+                     .config(srvCfg).build();
+             YunoRuntime cli = YunoRuntime.builder().name("t").ioThreads(io).gclass(Support.specs())
+                     .gclass(ReadyProducer.SPEC).config(cliCfg).build()) {
+            srv.start();
+            cli.start();
+            long end = System.currentTimeMillis() + 30000;
+            while (CountSink.RECEIVED.get() < ReadyProducer.TOTAL && System.currentTimeMillis() < end) Thread.sleep(10);
+            assertEquals(ReadyProducer.TOTAL, CountSink.RECEIVED.get(), "stalled: sent " + ReadyProducer.SENT.get()
+                    + ", held back " + ReadyProducer.WAITS.get() + " times");
+            assertTrue(ReadyProducer.WAITS.get() > 0, "io_threads " + io + ": the producer was never held back: the test proves nothing");
+        }
+        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+    }
+
     private static String json(String s) {
         return Kw.MAPPER.valueToTree(s).toString();
     }
