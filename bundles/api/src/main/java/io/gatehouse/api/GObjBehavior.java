@@ -34,7 +34,11 @@ public interface GObjBehavior {
     /** Last call; release everything held (buffers, sockets, files). */
     default void onDestroy() {}
 
-    /** A writable attribute was written (at run time or by a Config Admin change). */
+    /**
+     * A writable attribute was written (at run time or by a Config Admin change). To refuse the new value, throw
+     * {@link IllegalArgumentException} with the reason: core puts the previous value back, persists nothing, logs
+     * "Attribute value refused", and the writer gets the reason (write-attr answers it as an error).
+     */
     default void onWriting(String attr) {}
 
     /**

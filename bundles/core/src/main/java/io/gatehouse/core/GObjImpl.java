@@ -497,8 +497,9 @@ final class GObjImpl implements GObj {
 
     @Override
     public <T> void write(Attr<T> attr, T value) {
+        Object previous = values.get(attr.name());
         set(attr, value);
-        notifyWriting(attr);
+        notifyWriting(attr, previous);
     }
 
     @Override
@@ -509,10 +510,15 @@ final class GObjImpl implements GObj {
         values.put(attr.name(), value);
     }
 
-    private void notifyWriting(Attr<?> attr) {
+    /** Tells the gclass; a refusal (IllegalArgumentException) puts {@code previous} back and goes to the writer. */
+    private void notifyWriting(Attr<?> attr, Object previous) {
         if (behavior != null) {
             try {
                 behavior.onWriting(attr.name());
+            } catch (IllegalArgumentException e) {
+                values.put(attr.name(), previous);
+                Glog.error(this, "Attribute value refused", "attr", attr.name(), "error", String.valueOf(e.getMessage()));
+                throw e;
             } catch (RuntimeException e) {
                 Glog.error(this, "onWriting failed", "attr", attr.name(), "error", String.valueOf(e));
             }
@@ -542,8 +548,9 @@ final class GObjImpl implements GObj {
         Attr<?> a = spec.attr(attrName);
         if (a == null) throw new IllegalArgumentException("attribute '" + attrName + "' unknown in gclass " + spec.name());
         if (!a.is(AttrFlag.WR)) throw new IllegalArgumentException("attribute '" + attrName + "' is not writable");
+        Object previous = values.get(attrName);
         values.put(attrName, a.fromJson(value));
-        notifyWriting(a);
+        notifyWriting(a, previous);
     }
 
     @Override

@@ -401,7 +401,13 @@ final class YunoImpl implements Yuno {
             for (String k : changedKeys(oldKw, newKw)) {
                 JsonNode v = newKw == null ? null : newKw.get(k);
                 Attr<?> a = sn.gobj.gclass().attr(k);
-                sn.gobj.writeAttr(k, v != null ? v : a.defaultJson());
+                try {
+                    sn.gobj.writeAttr(k, v != null ? v : a.defaultJson());
+                } catch (IllegalArgumentException e) {
+                    // The gclass refused it and kept its previous value (logged by the gobj); the rest goes on.
+                    Glog.error(null, "Config change not applied", "service", sn.name, "attr", k,
+                            "error", String.valueOf(e.getMessage()));
+                }
             }
             Glog.info(null, "Service attributes written: its config changed", "service", sn.name);
         }

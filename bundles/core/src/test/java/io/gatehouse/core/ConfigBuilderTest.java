@@ -1,5 +1,6 @@
 package io.gatehouse.core;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -185,6 +186,19 @@ class ConfigBuilderTest {
         rt.close();
         build("{\"services\": [{\"name\": \"s\", \"gclass\": \"C_NODE\"}]}");
         assertEquals(77, rt.call(() -> rt.service("s").readAttr("limit").asInt()));
+    }
+
+    @Test
+    void shouldKeepAndPersistThePreviousValueWhenTheGclassRefusesAWrite() {
+        build("{\"services\": [{\"name\": \"s\", \"gclass\": \"C_NODE\"}]}").start();
+        assertEquals(0, rt.command("write-attr service=s attr=limit value=77").get("result").asInt());
+        ObjectNode refused = rt.command("write-attr service=s attr=limit value=-5");
+        assertEquals(-1, refused.get("result").asInt());
+        assertTrue(refused.get("comment").asText().contains("limit must be >= 0"), refused.toString());
+        assertEquals(77, rt.call(() -> rt.service("s").readAttr("limit").asInt()));
+        rt.close();
+        build("{\"services\": [{\"name\": \"s\", \"gclass\": \"C_NODE\"}]}");
+        assertEquals(77, rt.call(() -> rt.service("s").readAttr("limit").asInt()), "the refused value was not persisted");
     }
 
     @Test

@@ -81,6 +81,17 @@ class ReconfigureTest {
     }
 
     @Test
+    void shouldApplyTheOtherChangesWhenTheGclassRefusesOneValue() {
+        start(config("", A, B));
+        Map<String, String> out = reconfigure(config("",
+                A.replace("\"one\"", "\"two\"").replace("{\"label\"", "{\"limit\": -1, \"label\""), B));
+        assertEquals("written", out.get("a"));
+        assertEquals("\"two\"", rt.call(() -> rt.service("a").readAttr("label").toString()));
+        assertEquals(10, rt.call(() -> rt.service("a").readAttr("limit").asInt()), "the refused value is not kept");
+        assertTrue(rt.call(() -> rt.service("a").isRunning()));
+    }
+
+    @Test
     void shouldRebuildOnlyTheServiceWhoseTreeChanged() {
         start(config("\"__v__\": \"x\"", A, B));
         GObj a = rt.service("a");

@@ -38,7 +38,10 @@ final class TestGClasses {
         @Override public int onStart() { JOURNAL.add("start " + gobj.name()); return 0; }
         @Override public int onStop() { JOURNAL.add("stop " + gobj.name()); return 0; }
         @Override public void onDestroy() { JOURNAL.add("destroy " + gobj.name()); }
-        @Override public void onWriting(String attr) { JOURNAL.add("writing " + gobj.name() + " " + attr); }
+        @Override public void onWriting(String attr) {
+            JOURNAL.add("writing " + gobj.name() + " " + attr);
+            if (attr.equals(LIMIT.name()) && gobj.read(LIMIT) < 0) throw new IllegalArgumentException("limit must be >= 0");
+        }
 
         int acGo(String ev, ObjectNode kw, GObj src) {
             seenState = gobj.state();

@@ -216,7 +216,15 @@ public final class Tcp implements GObjBehavior {
 
     @Override
     public void onCreate() {
+        if (!knownOverflowPolicy(gobj.read(TX_OVERFLOW))) {
+            Glog.error(gobj, "tx_overflow unknown, the connection will be closed on overflow", "tx_overflow",
+                    String.valueOf(gobj.read(TX_OVERFLOW)), "known", "close, drop_oldest");
+        }
         refreshConfig();
+    }
+
+    private static boolean knownOverflowPolicy(String p) {
+        return "close".equals(p) || "drop_oldest".equals(p);
     }
 
     @Override
@@ -291,6 +299,9 @@ public final class Tcp implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
+        if (attr.equals(TX_OVERFLOW.name()) && !knownOverflowPolicy(gobj.read(TX_OVERFLOW))) {
+            throw new IllegalArgumentException("tx_overflow must be close or drop_oldest, not '" + gobj.read(TX_OVERFLOW) + "'");
+        }
         refreshConfig();
         if (ch != null && (attr.equals(INPUT_THRESHOLD_MSGS.name()) || attr.equals(INPUT_THRESHOLD_BYTES.name()))) {
             updateAutoRead();

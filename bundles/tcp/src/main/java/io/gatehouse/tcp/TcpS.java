@@ -245,8 +245,12 @@ public final class TcpS implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
-        // Not listening, or listening in plain TCP: the next start reads crypto anyway.
-        if (attr.equals(CRYPTO.name()) && servingTls()) reloadCerts();
+        // Not listening, or listening in plain TCP: the next start reads crypto anyway. A crypto that cannot serve
+        // is refused (the old one stays written and served), so a bad write is never persisted to fail the restart.
+        if (attr.equals(CRYPTO.name()) && servingTls()) {
+            String failure = reloadCerts();
+            if (failure != null) throw new IllegalArgumentException("crypto refused, the certificates in use stay: " + failure);
+        }
     }
 
     // --- Local methods ---
@@ -262,14 +266,16 @@ public final class TcpS implements GObjBehavior {
     /**
      * Builds a context from crypto as it is now and hands it to the clisrvs, so it serves the next handshakes;
      * established connections keep the session they negotiated. On failure the old context keeps serving.
+     *
+     * @return null when reloaded, else the cause
      */
-    private boolean reloadCerts() {
+    private String reloadCerts() {
         Tls.ServerContext tls;
         try {
             tls = Tls.server(crypto());
         } catch (IOException | RuntimeException e) {
             Glog.error(gobj, "reload-certs FAILED", "url", gobj.read(URL), "error", String.valueOf(e));
-            return false;
+            return String.valueOf(e);
         }
         sslCtx = tls.ssl();
         servedCert = tls.certificate();
@@ -279,7 +285,7 @@ public final class TcpS implements GObjBehavior {
                 "subject", servedCert.getSubjectX500Principal().getName(),
                 "not_after", servedCert.getNotAfter().toInstant().toString());
         warnIfExpiring();
-        return true;
+        return null;
     }
 
     private void warnIfExpiring() {
@@ -479,7 +485,7 @@ public final class TcpS implements GObjBehavior {
 
     private ObjectNode cmdReloadCerts(String command, ObjectNode kw, GObj src) {
         if (!servingTls()) return Envelope.error(NOT_TLS);
-        return reloadCerts() ? Envelope.ok("TLS certificates reloaded", null)
+        return reloadCerts() == null ? Envelope.ok("TLS certificates reloaded", null)
                 : Envelope.error("reload-certs FAILED (check logs)");
     }
 

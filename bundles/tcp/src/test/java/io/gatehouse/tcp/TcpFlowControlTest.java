@@ -265,6 +265,25 @@ class TcpFlowControlTest {
         }
     }
 
+    @org.junit.jupiter.api.Test
+    void shouldRefuseAnUnknownOverflowPolicyAndKeepThePreviousOne() throws Exception {
+        try (Support.Logs logs = new Support.Logs();
+             YunoRuntime rt = Support.runtime(txConfig(Support.freePort(), "\"tx_overflow\":\"drop_oldest\""))) {
+            rt.start();
+            ObjectNode refused = rt.command("write-attr service=cli attr=tx_overflow value=dorp_oldest");
+            assertEquals(-1, refused.path("result").asInt(), refused.toString());
+            assertTrue(refused.path("comment").asText().contains("tx_overflow must be close or drop_oldest"), refused.toString());
+            assertEquals("drop_oldest", rt.call(() -> rt.yuno().service("cli").readAttr("tx_overflow").asText()));
+            assertEquals(1, logs.with("Attribute value refused").size());
+            assertEquals(0, rt.command("write-attr service=cli attr=tx_overflow value=close").path("result").asInt());
+        }
+        try (Support.Logs logs = new Support.Logs();
+             YunoRuntime rt = Support.runtime(txConfig(Support.freePort(), "\"tx_overflow\":\"drop-oldest\""))) {
+            rt.start();
+            assertEquals(1, logs.with("tx_overflow unknown, the connection will be closed on overflow").size());
+        }
+    }
+
     private static String txConfig(int port, String kw) {
         return "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
                 + "\",\"timeout_between_connections\":60000," + kw + "}}]}";
