@@ -22,9 +22,10 @@ import java.util.Map;
  *
  * <p><b>gbuffer ownership.</b> A binary payload travels under key {@value #GBUFFER} as a Netty {@link ByteBuf}:
  * in a field of the kw made by {@link #withGbuffer}, or held in a {@link POJONode} under that key; read and
- * write it only through the methods here ({@code kw.get("gbuffer")} does not see the field). The kw owns it. An action that receives a kw with a gbuffer either releases it
- * ({@link #release}) or passes the kw (or the buffer) on; the receiver then owns it. Reading the buffer
- * advances its reader index, as Yuneta's gbuffer_get does.
+ * write it only through the methods here ({@code kw.get("gbuffer")} does not see the field). The kw owns it.
+ * An action that receives a kw with a gbuffer either releases it ({@link #release}) or passes the kw (or the
+ * buffer) on; the receiver then owns it. Reading the buffer advances its reader index, as Yuneta's
+ * gbuffer_get does.
  *
  * <p>Other references (a gobj in {@code __temp__.channel_gobj}) travel the same way and are never serialised.
  */
@@ -40,9 +41,8 @@ public final class Kw {
     public static final ObjectMapper MAPPER = new ObjectMapper();
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
-    /** A new empty kw (a small dict: see {@link KwMap}). */
     public static ObjectNode create() {
-        return new ObjectNode(F, new KwMap());
+        return F.objectNode();
     }
 
     /** A new kw that owns {@code buf}. */

@@ -19,8 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The kw's array map must behave as the LinkedHashMap Jackson uses by default, through every ObjectNode call. */
-class KwMapTest {
+/** The kw dicts (Kw.create, Kw.withGbuffer) through every ObjectNode call a gclass makes, and the gbuffer rules. */
+class KwDictTest {
 
     private static List<String> keys(ObjectNode n) {
         List<String> out = new ArrayList<>();
@@ -59,7 +59,7 @@ class KwMapTest {
     }
 
     @Test
-    void shouldMoveToAHashMapPastTheSmallSizeAndKeepEverything() throws Exception {
+    void shouldKeepOrderAndEveryKeyInALargeDict() throws Exception {
         ObjectNode kw = Kw.create();
         StringBuilder expected = new StringBuilder("{");
         for (int i = 0; i < 40; i++) {
