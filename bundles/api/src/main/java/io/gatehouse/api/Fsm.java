@@ -112,20 +112,13 @@ public final class Fsm<B> {
 
     /** The row for (state, event), or null when the event is not defined in that state. */
     public Transition<B> lookup(String state, String event) {
-        Map<String, Transition<B>> rows = table.get(state);
-        return rows == null ? null : rows.get(event);
+        return rowTable(state).get(event);
     }
 
     /**
-     * The rows of a state by event (unmodifiable; empty for an unknown state). A dispatcher can keep the map of
-     * its current state and look an event up once per message instead of state then event.
+     * The rows of a state (empty for an unknown state). A dispatcher keeps the table of its current state and
+     * looks an event up once per message instead of state then event.
      */
-    public Map<String, Transition<B>> rowsOf(String state) {
-        Map<String, Transition<B>> rows = table.get(state);
-        return rows == null ? Map.of() : rows;
-    }
-
-    /** {@link #rowsOf} as a lookup table for a dispatcher (empty for an unknown state). */
     public Rows<B> rowTable(String state) {
         Rows<B> r = rowTables.get(state);
         return r == null ? noRows : r;

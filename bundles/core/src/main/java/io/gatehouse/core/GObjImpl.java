@@ -21,15 +21,16 @@ import io.gatehouse.api.Yuno;
 import io.netty.buffer.ByteBuf;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * The gobj: a node of a yuno's tree running the FSM of its gclass. Single-threaded by design: every method
@@ -50,10 +51,12 @@ final class GObjImpl implements GObj {
     final ObjectNode configNode;
 
     private final List<GObj> children = new ArrayList<>(2);
-    private final CopyOnWriteArrayList<Subscription> subscriptions = new CopyOnWriteArrayList<>();
     private static final Subscription[] NO_SUBSCRIPTIONS = new Subscription[0];
-    /** A snapshot of {@link #subscriptions}, renewed on each change: publish reads one array per message. */
-    private volatile Subscription[] subscriptionArray = NO_SUBSCRIPTIONS;
+    /**
+     * Copy on write: a change makes a new array, so publish reads one array per message and a subscriber that
+     * unsubscribes while being published to does not disturb the loop. Changed under the gobj's lock.
+     */
+    private volatile Subscription[] subscriptions = NO_SUBSCRIPTIONS;
     /** Publishers this gobj subscribed to, so destroy can undo them. */
     private final List<GObjImpl> subscribedTo = new ArrayList<>(1);
     private final Map<String, Object> values = new HashMap<>();
@@ -352,8 +355,7 @@ final class GObjImpl implements GObj {
         }
         for (GObjImpl pub : subscribedTo) pub.dropSubscriber(this);
         subscribedTo.clear();
-        subscriptions.clear();
-        subscriptionArray = NO_SUBSCRIPTIONS;
+        subscriptions = NO_SUBSCRIPTIONS;
         if (parent != null) parent.removeChild(this);
         yuno.forget(this);
     }
@@ -422,7 +424,7 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
-        Subscription[] subs = subscriptionArray;
+        Subscription[] subs = subscriptions;
         if (subs.length == 1 && subs[0].matches(event)) {
             return subs[0].subscriber.send(event, kw, this);   // the usual case: one parent
         }
@@ -458,20 +460,31 @@ final class GObjImpl implements GObj {
         for (Subscription s : subscriptions) {
             if (s.subscriber == subscriber && (s.event == null ? event == null : s.event.equals(event))) return;
         }
-        subscriptions.add(new Subscription(event, subscriber));
-        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
+        addSubscription(new Subscription(event, subscriber));
         if (subscriber instanceof GObjImpl) ((GObjImpl) subscriber).subscribedTo.add(this);
     }
 
     @Override
     public void unsubscribe(String event, GObj subscriber) {
-        subscriptions.removeIf(s -> s.subscriber == subscriber && (event == null || event.equals(s.event)));
-        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
+        removeSubscriptions(s -> s.subscriber == subscriber && (event == null || event.equals(s.event)));
     }
 
     private void dropSubscriber(GObj subscriber) {
-        subscriptions.removeIf(s -> s.subscriber == subscriber);
-        subscriptionArray = subscriptions.toArray(NO_SUBSCRIPTIONS);
+        removeSubscriptions(s -> s.subscriber == subscriber);
+    }
+
+    private synchronized void addSubscription(Subscription s) {
+        Subscription[] a = Arrays.copyOf(subscriptions, subscriptions.length + 1);
+        a[a.length - 1] = s;
+        subscriptions = a;
+    }
+
+    private synchronized void removeSubscriptions(Predicate<Subscription> which) {
+        List<Subscription> kept = new ArrayList<>(subscriptions.length);
+        for (Subscription s : subscriptions) {
+            if (!which.test(s)) kept.add(s);
+        }
+        if (kept.size() != subscriptions.length) subscriptions = kept.toArray(NO_SUBSCRIPTIONS);
     }
 
     @Override
