@@ -371,9 +371,6 @@ public final class ProtTcp4h implements GObjBehavior {
             return out;
         }
         int n = payload.readableBytes();
-        if (Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
-            return Gbuffers.prependInt(payload, n + Tcp4hFramer.HEADER_SIZE);   // the producer left room: no copy
-        }
         if (n <= COPY_LIMIT) {
             ByteBuf out = alloc.buffer(Tcp4hFramer.HEADER_SIZE + n);
             out.writeInt(n + Tcp4hFramer.HEADER_SIZE);
@@ -481,8 +478,7 @@ public final class ProtTcp4h implements GObjBehavior {
             payloadTimerArmed = true;
             return 0;
         }
-        Glog.warn(gobj, "Timeout waiting PAYLOAD data", "msgset", "protocol_error",
-                "timeout_payload", gobj.readLong(TIMEOUT_PAYLOAD));
+        Glog.warn(gobj, "Timeout waiting PAYLOAD data", "msgset", "protocol_error", "timeout_payload", timeout);
         framer.reset();
         close();
         return 0;
