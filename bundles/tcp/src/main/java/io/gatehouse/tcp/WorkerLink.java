@@ -5,8 +5,6 @@ import io.gatehouse.api.Yuno;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.util.ReferenceCountUtil;
 
 import java.util.ArrayDeque;
@@ -36,13 +34,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * up, so what waits here is at most what a worker reads before it sees autoRead off (a burst or two: up to 16
  * reads of at most 64 KiB each).
  */
-final class WorkerLink extends ChannelInboundHandlerAdapter {
-    private final Tcp tcp;
+final class WorkerLink extends TcpBridge {
     private final Yuno yuno;
 
     // --- worker side (the socket's loop) ---
     private ArrayList<ByteBuf> rx = new ArrayList<>();
-    private boolean activeSeen;
     private boolean inactiveSeen;
 
     // --- shared ---
@@ -61,33 +57,28 @@ final class WorkerLink extends ChannelInboundHandlerAdapter {
     private final Runnable drainTask = this::drainHeld;
 
     WorkerLink(Tcp tcp, Yuno yuno) {
-        this.tcp = tcp;
+        super(tcp);
         this.yuno = yuno;
     }
 
     // --- Worker side: Netty callbacks ---
 
+    /** Every other event goes after the reads collected before it, so the core sees the socket's order. */
+    @Override
+    void toCore(Channel c, Runnable call) {
+        postReads(c);
+        post(call);
+    }
+
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         Channel c = ctx.channel();
-        if (c.isActive()) {
-            active(c);
-        } else if (c.isRegistered() && !c.isOpen()) {
+        if (!c.isActive() && c.isRegistered() && !c.isOpen()) {
             // An accepted socket that closed before Tcp attached to it: its channelInactive went by unseen.
-            inactive(c);
+            channelInactive(ctx);
+            return;
         }
-    }
-
-    @Override
-    public void channelActive(ChannelHandlerContext ctx) {
-        active(ctx.channel());
-        ctx.fireChannelActive();
-    }
-
-    private void active(Channel c) {
-        if (activeSeen) return;
-        activeSeen = true;
-        post(() -> tcp.onActive(c));
+        super.handlerAdded(ctx);
     }
 
     @Override
@@ -105,41 +96,13 @@ final class WorkerLink extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        if (evt instanceof SslHandshakeCompletionEvent) {
-            SslHandshakeCompletionEvent e = (SslHandshakeCompletionEvent) evt;
-            Channel c = ctx.channel();
-            Throwable cause = e.isSuccess() ? null : e.cause();
-            postReads(c);
-            post(() -> tcp.onHandshake(c, cause));
-        }
-        ReferenceCountUtil.release(evt);
-    }
-
-    @Override
-    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        Channel c = ctx.channel();
-        postReads(c);
-        post(() -> tcp.onWritabilityChanged(c));
-    }
-
-    @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        inactive(ctx.channel());
-    }
-
-    private void inactive(Channel c) {
-        postReads(c);
-        if (inactiveSeen) return;
+        if (inactiveSeen) {
+            postReads(ctx.channel());
+            return;
+        }
         inactiveSeen = true;
-        post(() -> tcp.onInactive(c));
-    }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        Channel c = ctx.channel();
-        postReads(c);
-        post(() -> tcp.onException(c, cause));
+        super.channelInactive(ctx);
     }
 
     @Override
