@@ -113,6 +113,10 @@ public class KarafDemoIT {
             assertNotNull("bundle io.gatehouse." + b + " installed by the boot features", bundle);
             await("io.gatehouse." + b + " ACTIVE", 30_000, () -> bundle.getState() == Bundle.ACTIVE);
         }
+        // Karaf may still be installing its boot features (holding the framework's global lock); an update that
+        // waits for that lock is interrupted by Felix's deadlock breaker ("Unable to acquire global lock").
+        await("Karaf's boot features installed", 60_000,
+            () -> ctx.getServiceReference("org.apache.karaf.features.BootFinished") != null);
         await("the demo yuno running", 30_000, () -> {
             String s = command("list-services");
             return s != null && s.contains("\"sink1\"") && s.contains("\"__input_side__\"") && !s.contains("waiting");
