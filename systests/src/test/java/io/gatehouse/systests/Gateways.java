@@ -34,7 +34,7 @@ final class Gateways {
 
     static List<GClassSpec<?>> allGclasses(TrQueueFactory queues) {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
-                new ChannelGClass().spec(), new IoGateGClass().spec(), QIoGateGClass.spec(queues),
+                new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
     }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -43,8 +44,8 @@ public interface GObjBehavior {
 
     /**
      * The attributes are about to be read from outside the gclass ({@link GObj#readAttr}, {@link GObj#attrsJson},
-     * the default stats). A gclass that counts in plain fields on its hot path, instead of a boxed attribute
-     * write per message, adds what it counted to the attributes now, so every reader sees exact values.
+     * the default stats). A gclass whose gauges are computed from its own state (a queue's size) sets them now.
+     * Counters need nothing here: {@link GObj#inc} writes the attribute itself.
      */
     default void onReadAttrs() {}
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.channel;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -51,9 +52,6 @@ public final class Channel implements GObjBehavior {
     static final String TRACE_CONNECTION = "connection";
     static final String TRACE_MESSAGES = "messages";
 
-    /** Key of the inner event of EV_SEND_IEV / EV_ON_IEV_MESSAGE. */
-    static final String IEV_EVENT = "__iev_event__";
-
     // --- FSM ---
 
     static final Fsm<Channel> FSM = Fsm.<Channel>builder()
@@ -79,11 +77,14 @@ public final class Channel implements GObjBehavior {
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
 
+    // --- Spec ---
+
     public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
             .description("One logical link over a protocol stack: open/closed, message counters and rates")
             .attrs(OPENED)
             .fsm(FSM)
-            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .traceLevel(TRACE_CONNECTION, "Trace the opening and closing of the channel, with the peer's address")
+            .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
             .factory(Channel::new)
@@ -136,8 +137,8 @@ public final class Channel implements GObjBehavior {
     private int acOnOpen(String event, ObjectNode kw, GObj src) {
         gobj.set(OPENED, true);
         if (gobj.isTraced(TRACE_CONNECTION)) {
-            Glog.info(gobj, "ON_OPEN", "peername", Kw.getString(kw, "peername", ""),
-                    "sockname", Kw.getString(kw, "sockname", ""));
+            Glog.info(gobj, "ON_OPEN", "peername", Kw.getString(kw, Kw.PEERNAME, ""),
+                    "sockname", Kw.getString(kw, Kw.SOCKNAME, ""));
         }
         return gobj.publish(Ev.EV_ON_OPEN, kw);
     }
@@ -145,8 +146,8 @@ public final class Channel implements GObjBehavior {
     private int acOnClose(String event, ObjectNode kw, GObj src) {
         gobj.set(OPENED, false);
         if (gobj.isTraced(TRACE_CONNECTION)) {
-            Glog.info(gobj, "ON_CLOSE", "peername", Kw.getString(kw, "peername", ""),
-                    "sockname", Kw.getString(kw, "sockname", ""));
+            Glog.info(gobj, "ON_CLOSE", "peername", Kw.getString(kw, Kw.PEERNAME, ""),
+                    "sockname", Kw.getString(kw, Kw.SOCKNAME, ""));
         }
         return gobj.publish(Ev.EV_ON_CLOSE, kw);
     }
@@ -181,9 +182,9 @@ public final class Channel implements GObjBehavior {
     }
 
     private int acSendIev(String event, ObjectNode kw, GObj src) {
-        JsonNode iev = kw.remove(IEV_EVENT);
+        JsonNode iev = kw.remove(Kw.IEV_EVENT);
         if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
-            Glog.error(gobj, "EV_SEND_IEV without " + IEV_EVENT);
+            Glog.error(gobj, "EV_SEND_IEV without " + Kw.IEV_EVENT);
             Kw.release(kw);
             return -1;
         }

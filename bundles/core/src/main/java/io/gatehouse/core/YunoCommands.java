@@ -183,7 +183,11 @@ final class YunoCommands {
         if (g == null) return unknownService(kw);
         String level = Kw.getString(kw, "level", "");
         if (level.isEmpty()) return Envelope.error("trace needs level=LEVEL");
-        g.setTrace(level, on);
+        try {
+            g.setTrace(level, on);
+        } catch (IllegalArgumentException e) {
+            return Envelope.error(e.getMessage());
+        }
         ObjectNode data = F.objectNode();
         data.put("gobj", g.shortName());
         data.put("level", level);

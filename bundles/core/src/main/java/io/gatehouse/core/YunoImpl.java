@@ -67,6 +67,7 @@ final class YunoImpl implements Yuno {
     private final EventLoopGroup ioGroup;
     private final int ioThreads;
     private final GClock clock;
+    private final Timers timers;
     private final Path dataDir;
     private final Map<String, GClassSpec<?>> gclasses = new ConcurrentHashMap<>();
     private final Map<Class<?>, Object> extensions = new ConcurrentHashMap<>();
@@ -111,6 +112,7 @@ final class YunoImpl implements Yuno {
         this.ioGroup = ioGroup == null ? loop : ioGroup;
         this.ioThreads = ioGroup == null ? 0 : ioThreads;
         this.clock = clock;
+        this.timers = new Timers(loop, clock);
         this.dataDir = dataDir;
         this.root = new GObjImpl(this, YunoGClass.SPEC, name, null, false, false, false, null);
         this.root.createBehavior();
@@ -147,6 +149,7 @@ final class YunoImpl implements Yuno {
     @Override public EventLoop eventLoop() { return loop; }
     @Override public EventLoopGroup ioGroup() { return ioGroup; }
     @Override public GClock clock() { return clock; }
+    Timers timers() { return timers; }
     @Override public Path dataDir() { return dataDir; }
     @Override public GObj root() { return root; }
     @Override public boolean inCoreThread() { return loop.inEventLoop(); }
@@ -625,7 +628,15 @@ final class YunoImpl implements Yuno {
         pendingTraceLevels.fields().forEachRemaining(e -> {
             for (GObjImpl g : allGobjs()) {
                 if (g.gclassName().equals(e.getKey()) || g.name().equals(e.getKey())) {
-                    for (JsonNode l : e.getValue()) g.setTrace(l.asText(), true);
+                    for (JsonNode l : e.getValue()) {
+                        try {
+                            g.setTrace(l.asText(), true);
+                        } catch (IllegalArgumentException unknown) {
+                            // trace_levels names a gclass or a service: a level another gobj of it lacks is no error
+                            // for this one, but a level nobody has is said (once per gobj) so a typo shows.
+                            Glog.warn(g, "trace_levels: level unknown in this gclass, ignored", "level", l.asText());
+                        }
+                    }
                 }
             }
         });

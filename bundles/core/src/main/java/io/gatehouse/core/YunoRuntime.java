@@ -42,7 +42,6 @@ public final class YunoRuntime implements AutoCloseable {
     /** The io_threads worker loops, null with io_threads 0 (sockets on the core loop). */
     private final NioEventLoopGroup ioGroup;
     private final YunoImpl yuno;
-    private final List<Recorder> recorders = new ArrayList<>();
     private volatile boolean closed;
 
     private YunoRuntime(Builder b) {
@@ -62,7 +61,6 @@ public final class YunoRuntime implements AutoCloseable {
         EventLoop loop = group.next();
         this.yuno = new YunoImpl(b.name, b.role, loop, ioGroup, io, b.clock, data.toAbsolutePath());
         for (GClassSpec<?> s : b.specs) yuno.register(s);
-        yuno.register(Recorder.SPEC);
         b.extensions.forEach((k, v) -> yuno.putExtension(k, v));
         try {
             if (b.config != null) {
@@ -136,15 +134,6 @@ public final class YunoRuntime implements AutoCloseable {
     /** Runs a command on the core thread and answers its envelope. */
     public ObjectNode command(String command, ObjectNode kw) {
         return call(() -> yuno.command(command, kw == null ? JsonNodeFactory.instance.objectNode() : kw));
-    }
-
-    /** A recording gobj (gclass C_RECORDER) under the yuno; subscribe it to what a test wants to see. */
-    public Recorder recorder(String name) {
-        Recorder r = call(() -> Recorder.create(yuno, name));
-        synchronized (recorders) {
-            recorders.add(r);
-        }
-        return r;
     }
 
     /** Runs {@code task} on the core thread and waits for its result. */

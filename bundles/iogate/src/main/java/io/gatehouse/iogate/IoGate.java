@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -6,7 +7,6 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -59,20 +59,15 @@ public final class IoGate implements GObjBehavior {
     public static final int SEND_ALL = 1;
     public static final int SEND_ROUND_ROBIN = 2;
 
-    static final String TRACE_CONNECTION = "connection";
-    static final String TRACE_MESSAGES = "messages";
-
-    static final String IEV_EVENT = "__iev_event__";
-    static final String TEMP_CHANNEL = "channel";
-    static final String TEMP_CHANNEL_GOBJ = "channel_gobj";
-
     // --- Attributes ---
 
     public static final Attr<Long> SEND_TYPE = Attr.integer("send_type", SEND_ONE, AttrFlag.RD | AttrFlag.WR,
             "0: one open channel at a time (sticky), 1: every open channel, 2: round robin per message");
 
-    /** The channel's own attribute, read by name (the gate does not know the channel classes). */
-    private static final Attr<Boolean> CHANNEL_OPENED = Attr.bool("opened", false, AttrFlag.RD, "Channel opened");
+    // --- Trace levels ---
+
+    static final String TRACE_CONNECTION = "connection";
+    static final String TRACE_MESSAGES = "messages";
 
     // --- FSM ---
 
@@ -95,33 +90,24 @@ public final class IoGate implements GObjBehavior {
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
     private static final Param PM_CHANNEL_NAME = Param.string("channel_name", "",
             "Channel name, a regular expression (empty: every channel)");
     private static final Param PM_OPENED = Param.bool("opened", "false", "Only the opened channels");
 
-    private static final CommandSpec<IoGate> CMD_VIEW_CHANNELS =
-            CommandSpec.of("view-channels", "View channels.", IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_ENABLE_CHANNEL =
-            CommandSpec.of("enable-channel", "Enable channels.", IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_DISABLE_CHANNEL =
-            CommandSpec.of("disable-channel", "Disable channels.", IoGate::cmdDisableChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_TRACE_ON_CHANNEL =
-            CommandSpec.of("trace-on-channel", "Trace on channels.", IoGate::cmdTraceOnChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_TRACE_OFF_CHANNEL =
-            CommandSpec.of("trace-off-channel", "Trace off channels.", IoGate::cmdTraceOffChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_RESET_STATS_CHANNEL =
-            CommandSpec.of("reset-stats-channel", "Reset stats of channels.", IoGate::cmdResetStatsChannel,
-                    PM_CHANNEL_NAME, PM_OPENED);
-
     public static final GClassSpec<IoGate> SPEC = GClassSpec.builder(GClassNames.C_IOGATE, IoGate.class)
             .description("Routes messages between its channels and the gobjs above: one, all or round robin")
             .attrs(SEND_TYPE)
             .fsm(FSM)
-            .commands(CMD_VIEW_CHANNELS, CMD_ENABLE_CHANNEL, CMD_DISABLE_CHANNEL, CMD_TRACE_ON_CHANNEL,
-                    CMD_TRACE_OFF_CHANNEL, CMD_RESET_STATS_CHANNEL)
-            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .command("view-channels",       "View channels.",           IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED)
+            .command("enable-channel",      "Enable channels.",         IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("disable-channel",     "Disable channels.",        IoGate::cmdDisableChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("trace-on-channel",    "Trace on channels.",       IoGate::cmdTraceOnChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("trace-off-channel",   "Trace off channels.",      IoGate::cmdTraceOffChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("reset-stats-channel", "Reset stats of channels.", IoGate::cmdResetStatsChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .traceLevel(TRACE_CONNECTION, "Trace channels opening and closing")
+            .traceLevel(TRACE_MESSAGES, "Trace every message routed, with its channel, size and kw")
             .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(IoGate::new)
@@ -187,27 +173,27 @@ public final class IoGate implements GObjBehavior {
 
     // --- Commands ---
 
-    private ObjectNode cmdViewChannels(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdViewChannels(ObjectNode kw, GObj src) {
         return forChannels(kw, null);
     }
 
-    private ObjectNode cmdEnableChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdEnableChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, GObj::enable);
     }
 
-    private ObjectNode cmdDisableChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdDisableChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, GObj::disable);
     }
 
-    private ObjectNode cmdTraceOnChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdTraceOnChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> setUserTraces(ch, true));
     }
 
-    private ObjectNode cmdTraceOffChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdTraceOffChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> setUserTraces(ch, false));
     }
 
-    private ObjectNode cmdResetStatsChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdResetStatsChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> {
             ch.stats("__reset__", null, gobj);
             return 0;
@@ -274,8 +260,8 @@ public final class IoGate implements GObjBehavior {
                     String.valueOf(st.path(RateWindow.RX_MSGSEC).asLong()),
                     hasUserTraces(ch) ? "Y" : "",
                     ch.isDisabled() ? "Y" : "",
-                    stackAttr(ch, "sockname"),
-                    stackAttr(ch, "peername")}));
+                    stackAttr(ch, Kw.SOCKNAME),
+                    stackAttr(ch, Kw.PEERNAME)}));
         }
         String comment = gobj.yuno().role() + "^" + gobj.yuno().name() + ": " + (rows.size() - 2) + " channels";
         return Envelope.ok(comment, rows);
@@ -304,12 +290,12 @@ public final class IoGate implements GObjBehavior {
     }
 
     private static int setUserTraces(GObj ch, boolean on) {
-        for (String level : ch.gclass().traceLevels()) ch.setTrace(level, on);
+        for (String level : ch.gclass().traceLevels().keySet()) ch.setTrace(level, on);
         return 0;
     }
 
     private static boolean hasUserTraces(GObj ch) {
-        for (String level : ch.gclass().traceLevels()) {
+        for (String level : ch.gclass().traceLevels().keySet()) {
             if (ch.isTraced(level)) return true;
         }
         return false;
@@ -325,9 +311,9 @@ public final class IoGate implements GObjBehavior {
     }
 
     private int acOnIevMessage(String event, ObjectNode kw, GObj src) {
-        JsonNode iev = kw.remove(IEV_EVENT);
+        JsonNode iev = kw.remove(Kw.IEV_EVENT);
         if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
-            Glog.error(gobj, "EV_ON_IEV_MESSAGE without " + IEV_EVENT, "channel", src == null ? "" : src.name());
+            Glog.error(gobj, "EV_ON_IEV_MESSAGE without " + Kw.IEV_EVENT, "channel", src == null ? "" : src.name());
             Kw.release(kw);
             return -1;
         }
@@ -357,8 +343,8 @@ public final class IoGate implements GObjBehavior {
 
     private static void putTemp(ObjectNode kw, GObj channel) {
         ObjectNode temp = kw.putObject(Kw.TEMP);
-        temp.put(TEMP_CHANNEL, channel == null ? "" : channel.name());
-        if (channel != null) Kw.putRef(temp, TEMP_CHANNEL_GOBJ, channel);
+        temp.put(Kw.TEMP_CHANNEL, channel == null ? "" : channel.name());
+        if (channel != null) Kw.putRef(temp, Kw.TEMP_CHANNEL_GOBJ, channel);
     }
 
     // --- Actions: down ---
@@ -367,9 +353,9 @@ public final class IoGate implements GObjBehavior {
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         JsonNode temp = kw.get(Kw.TEMP);
         if (temp != null && temp.isObject()) {
-            GObj ch = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            GObj ch = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (ch == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) {
                     ch = gobj.child(name);
                     if (ch == null) {
@@ -491,9 +477,9 @@ public final class IoGate implements GObjBehavior {
         GObj target = gobj.bottom();
         JsonNode temp = kw.get(Kw.TEMP);
         if (target == null && temp != null && temp.isObject()) {
-            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            target = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (target == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) {
                     target = gobj.child(name);
                     if (target == null) {
@@ -524,9 +510,9 @@ public final class IoGate implements GObjBehavior {
         JsonNode temp = kw.get(Kw.TEMP);
         GObj target = null;
         if (temp != null && temp.isObject()) {
-            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            target = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (target == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) target = gobj.child(name);
             }
         }
@@ -544,8 +530,9 @@ public final class IoGate implements GObjBehavior {
         return GClassNames.C_CHANNEL.equals(g.gclassName());
     }
 
+    /** A channel is open in ST_OPENED (api {@link St}): the gate reads no attribute of another gclass. */
     private static boolean isOpened(GObj ch) {
-        return ch.gclass().attr("opened") != null && ch.readBool(CHANNEL_OPENED);
+        return ch.inState(St.ST_OPENED);
     }
 
     private void traceMessage(String what, ObjectNode kw, GObj channel) {

@@ -1,16 +1,16 @@
 package io.gatehouse.iogate;
 
-import io.gatehouse.channel.FakeTube;
+import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.ManualClock;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClock;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -23,7 +23,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -40,11 +39,7 @@ class IoGateTest {
             + "\"kw\": {\"send_type\": %s}, \"children\": [" + String.format(CHANNEL, "A", 1) + ", "
             + String.format(CHANNEL, "B", 2) + ", " + String.format(CHANNEL, "C", 3) + "]}]}";
 
-    private final AtomicLong now = new AtomicLong(1_000_000);
-    private final GClock clock = new GClock() {
-        @Override public long monotonicMillis() { return now.get(); }
-        @Override public long epochMillis() { return now.get(); }
-    };
+    private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
 
@@ -64,7 +59,7 @@ class IoGateTest {
                 .gclass(IoGate.SPEC, Channel.SPEC, FakeTube.SPEC)
                 .config(String.format(CONFIG, sendType)).build().start();
         gate = rt.service("gate");
-        app = rt.recorder("app");
+        app = Recorder.create(rt, "app");
         rt.run(() -> gate.subscribe(null, app.gobj()));
     }
 
@@ -359,21 +354,21 @@ class IoGateTest {
         open("A");
         statsData();                                       // opens the window
         for (int i = 0; i < 19; i++) send(msg("m"));
-        now.addAndGet(1900);
+        clock.advance(1900);
         ObjectNode d = statsData();
         assertEquals(10, d.get("txMsgsec").asLong());     // 19 / 1.9 s
         assertEquals(10, d.get("maxtxMsgsec").asLong());
         assertEquals(10, d.get("channels").get("A").get("txMsgsec").asLong());
         for (int i = 0; i < 30; i++) send(msg("m"));
-        now.addAndGet(500);
+        clock.advance(500);
         // a second reader (a parent reading the gate directly) 0.5 s later: last rates, window kept
         ObjectNode other = rt.call(() -> gate.stats("", null, null));
         assertEquals(10, other.get("data").get("txMsgsec").asLong());
-        now.addAndGet(1000);
+        clock.advance(1000);
         d = statsData();                                   // 30 msgs over 1.5 s since the first reader
         assertEquals(20, d.get("txMsgsec").asLong());
         assertEquals(20, d.get("maxtxMsgsec").asLong());
-        now.addAndGet(10_000);
+        clock.advance(10_000);
         d = statsData();
         assertEquals(0, d.get("txMsgsec").asLong());
         assertEquals(20, d.get("maxtxMsgsec").asLong());

@@ -6,11 +6,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -46,13 +46,15 @@ import java.util.Locale;
  *       keys. The key is a string, or an integral number taken as its decimal text.</li>
  * </ul>
  *
- * <p>Durability hook: a kw carrying {@code __on_durable__} (a Runnable, see C_QIOGATE) keeps it for the chosen
- * child; with {@code broadcast} it runs once, when every child has its copy durable, and never if any child
- * could not store its copy.
+ * <p>Durability: C_MQIOGATE {@link GClassSpec#confirmsDurability() confirms durability} for its children. A
+ * routed message goes to its child with the sender's {@link Kw#DURABLE} dict and the sender as source, so the
+ * child answers {@link Ev#EV_ON_DURABLE} to the sender itself. With {@code broadcast} every copy carries a join:
+ * the children answer this gate, and the sender gets its EV_ON_DURABLE once, when every child has its copy
+ * durable, and never if any child could not store its copy.
  */
 public final class MqIoGate implements GObjBehavior {
 
-    public static final String ON_DURABLE = "__on_durable__";
+    // --- Constants ---
 
     static final String LASTDIGITS = "lastdigits";
     static final String BROADCAST = "broadcast";
@@ -67,32 +69,54 @@ public final class MqIoGate implements GObjBehavior {
     static final Attr<String> KEY = Attr.string("key", "id", AttrFlag.RD,
             "Path of the key in the message (backquote-separated for nesting)");
 
-    static final Attr<?>[] ATTRS = {METHOD, DIGITS, KEY};
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
 
     // --- FSM ---
 
     static final Fsm<MqIoGate> FSM = Fsm.<MqIoGate>builder()
         .state(St.ST_IDLE)
             .on(Ev.EV_SEND_MESSAGE, MqIoGate::acSendMessage)
+            .on(Ev.EV_ON_DURABLE,   MqIoGate::acOnDurable)
             .ignore(Ev.EV_STOPPED)
         .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
-    @SuppressWarnings("unchecked")
-    static final CommandSpec<MqIoGate>[] COMMANDS = new CommandSpec[] {
-        CommandSpec.<MqIoGate>of("view-channels", "View the channels of every C_IOGATE below",
-            (self, cmd, kw, src) -> self.cmdViewChannels(kw),
-            Param.string("channel_name", "", "Regular expression searched in the channel name"),
-            Param.bool("opened", "false", "Only opened channels")),
-        CommandSpec.<MqIoGate>of("which-child", "Which child a key goes to with the configured method",
-            (self, cmd, kw, src) -> self.cmdWhichChild(kw),
-            Param.string("key", null, "The key value (a string)"))
-    };
+    public static final GClassSpec<MqIoGate> SPEC = GClassSpec.builder(GClassNames.C_MQIOGATE, MqIoGate.class)
+            .description("Sends each message to one of its C_QIOGATE children (lastdigits, consistent) or to all")
+            .attrs(METHOD, DIGITS, KEY)
+            .fsm(FSM)
+            .command("view-channels", "View the channels of every C_IOGATE below", MqIoGate::cmdViewChannels,
+                    Param.string("channel_name", "", "Regular expression searched in the channel name"),
+                    Param.bool("opened", "false", "Only opened channels"))
+            .command("which-child", "Which child a key goes to with the configured method", MqIoGate::cmdWhichChild,
+                    Param.string("key", null, "The key value (a string)"))
+            .traceLevel(TRACE_MESSAGES, "Trace which child each message is routed to")
+            .confirmsDurability()
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .factory(MqIoGate::new)
+            .build();
 
-    static final String TRACE_MESSAGES = "messages";
+    /** In the {@link Kw#DURABLE} dict of a broadcast copy: the {@link Join} of its message (a reference). */
+    private static final String JOIN = "join";
 
-    // --- Fields ---
+    /** The copies of one broadcast message still to be durable, and whom to tell when they all are. */
+    private static final class Join {
+        final ObjectNode durable;
+        final GObj replyTo;
+        int left;
+        boolean failed;
+
+        Join(ObjectNode durable, GObj replyTo, int copies) {
+            this.durable = durable;
+            this.replyTo = replyTo;
+            this.left = copies;
+        }
+    }
+
+    // --- Private data ---
 
     private final GObj gobj;
     private String method;
@@ -101,7 +125,7 @@ public final class MqIoGate implements GObjBehavior {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
@@ -150,24 +174,29 @@ public final class MqIoGate implements GObjBehavior {
             Kw.release(kw);
             return -1;
         }
-        if (method.equals(BROADCAST)) return broadcast(dst, kw);
+        if (method.equals(BROADCAST)) return broadcast(dst, kw, src);
         int i = method.equals(CONSISTENT) ? consistentIndex(kw, dst) : lastdigitsIndex(kw, dst.size());
         GObj child = dst.get(i);
         if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "message routed", "child", child.name(), "method", method);
-        return child.send(Ev.EV_SEND_MESSAGE, kw, gobj);
+        // The sender stays the source: the child answers EV_ON_DURABLE to it, not to this gate.
+        return child.send(Ev.EV_SEND_MESSAGE, kw, src);
+    }
+
+    /** A child has a broadcast copy durable: the sender is told when the last copy is. */
+    private int acOnDurable(String event, ObjectNode kw, GObj src) {
+        Join j = Kw.ref(kw, JOIN, Join.class);
+        if (j == null || j.failed || --j.left > 0) return 0;
+        if (j.replyTo != null && !j.replyTo.isDestroyed()) j.replyTo.send(Ev.EV_ON_DURABLE, j.durable, gobj);
+        return 0;
     }
 
     /**
      * Every child gets its own copy (JSON deep-copied, gbuffer duplicated with its own read index); the last
-     * child takes the original. The durable hook runs once every child has told its copy is durable.
+     * child takes the original. The sender's EV_ON_DURABLE waits for every child's copy (a {@link Join}).
      */
-    private int broadcast(List<GObj> dst, ObjectNode kw) {
-        Runnable onDurable = Kw.ref(kw, ON_DURABLE, Runnable.class);
-        kw.remove(ON_DURABLE);
-        int[] left = {dst.size()};
-        Runnable each = onDurable == null ? null : () -> {
-            if (--left[0] == 0) onDurable.run();
-        };
+    private int broadcast(List<GObj> dst, ObjectNode kw, GObj src) {
+        JsonNode d = kw.remove(Kw.DURABLE);
+        Join join = d instanceof ObjectNode ? new Join((ObjectNode) d, src, dst.size()) : null;
         ByteBuf buf = Kw.gbuffer(kw);
         int ret = 0;
         for (int i = 0; i < dst.size(); i++) {
@@ -176,10 +205,11 @@ public final class MqIoGate implements GObjBehavior {
                 k = kw.deepCopy();
                 if (buf != null) Kw.putRef(k, Kw.GBUFFER, buf.retainedDuplicate());
             }
-            if (each != null) Kw.putRef(k, ON_DURABLE, each);
+            if (join != null) Kw.putRef(k.putObject(Kw.DURABLE), JOIN, join);
             int r = dst.get(i).send(Ev.EV_SEND_MESSAGE, k, gobj);
             if (r < 0) {
                 ret = r;
+                if (join != null) join.failed = true;
                 Glog.error(gobj, "Broadcast: a child could not store its copy", "child", dst.get(i).name());
             }
         }
@@ -335,7 +365,7 @@ public final class MqIoGate implements GObjBehavior {
     // --- Commands ---
 
     /** view-channels of every C_IOGATE below, in one table: header, separator, the channel rows of each gate. */
-    private ObjectNode cmdViewChannels(ObjectNode kw) {
+    private ObjectNode cmdViewChannels(ObjectNode kw, GObj src) {
         List<GObj> gates = new ArrayList<>();
         collectIoGates(gobj, gates);
         ArrayNode rows = Kw.MAPPER.createArrayNode();
@@ -374,7 +404,7 @@ public final class MqIoGate implements GObjBehavior {
         }
     }
 
-    private ObjectNode cmdWhichChild(ObjectNode kw) {
+    private ObjectNode cmdWhichChild(ObjectNode kw, GObj src) {
         JsonNode k = kw.get("key");
         if (k == null || k.isNull()) return Envelope.error("which-child needs key=VALUE");
         List<GObj> dst = destinations();

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.mqiogate;
 
+import io.gatehouse.testkit.MemTrQueueFactory;
+import io.gatehouse.testkit.FakeBottom;
+import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
@@ -10,8 +13,6 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
-import io.gatehouse.qiogate.FakeBottom;
-import io.gatehouse.qiogate.MemTrQueueFactory;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -27,6 +28,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -67,7 +69,7 @@ class MqIoGateTest {
         String cfg = "{\"services\":[{\"name\":\"__output_side__\",\"gclass\":\"C_MQIOGATE\",\"kw\":" + kw
                 + ",\"children\":[" + String.join(",", c) + "]}]}";
         return YunoRuntime.builder().name("t").dataDir(tmp)
-                .gclass(MqIoGateGClass.SPEC, QIoGateGClass.spec(qf), FakeBottom.SPEC).config(cfg).build().start();
+                .gclass(MqIoGate.SPEC, new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
     }
 
     GObj gate() {
@@ -157,7 +159,7 @@ class MqIoGateTest {
         String cfg = "{\"services\":[{\"name\":\"m\",\"gclass\":\"C_MQIOGATE\",\"children\":["
                 + child("Q1") + ",{\"name\":\"x\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
         ConfigException e = assertThrows(ConfigException.class, () -> YunoRuntime.builder().name("t").dataDir(tmp)
-                .gclass(MqIoGateGClass.SPEC, QIoGateGClass.spec(qf), FakeBottom.SPEC).config(cfg).build());
+                .gclass(MqIoGate.SPEC, new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build());
         assertTrue(e.getMessage().contains("must be C_QIOGATE") && e.getMessage().contains("C_FAKE_BOTTOM"),
                 e.getMessage());
     }
@@ -201,36 +203,41 @@ class MqIoGateTest {
         for (String q : List.of("Q1", "Q2", "Q3")) assertEquals("g", bottom(q).sent().get(0).get("id").asText(), q);
     }
 
+    /** A message with a durability request, from {@code sender}. */
+    private int sendDurable(Recorder sender) {
+        ObjectNode kw = Kw.create().put("id", "1");
+        kw.putObject(Kw.DURABLE).put("tag", "t1");
+        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj()));
+    }
+
     @Test
     void shouldTellDurableOnceWhenEveryChildStoredItsCopy() {
         qf.autoDurable = false;
         givenGate("{\"method\":\"broadcast\"}", "Q1", "Q2", "Q3");
-        AtomicInteger told = new AtomicInteger();
-        ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, MqIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-        assertEquals(0, sendKw(kw));
+        Recorder sender = Recorder.create(rt, "sender");
+        assertEquals(0, sendDurable(sender));
         for (int i = 0; i < 3; i++) {
             rt.run(() -> { });
-            assertEquals(0, told.get(), "not all durable after " + i);
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "not all durable after " + i);
             MemTrQueueFactory.Mem q = qf.opened.get(i);
             rt.run(q::makeDurable);
         }
-        long deadline = System.currentTimeMillis() + 2000;
-        while (told.get() == 0 && System.currentTimeMillis() < deadline) rt.run(() -> { });
-        assertEquals(1, told.get());
+        Recorder.Event told = sender.await(Ev.EV_ON_DURABLE, 2000);
+        assertNotNull(told, "EV_ON_DURABLE once every copy is durable");
+        assertEquals("t1", told.kw.path("tag").asText());
+        rt.run(() -> { });
+        assertEquals(1, sender.count(Ev.EV_ON_DURABLE), "once, not per child");
     }
 
     @Test
     void shouldNotTellDurableWhenOneChildCannotStore() {
         qf.failingTopics.add("Q2/gate_events");
         givenGate("{\"method\":\"broadcast\"}", "Q1", "Q2", "Q3");
-        AtomicInteger told = new AtomicInteger();
-        ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, MqIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-        assertEquals(-1, sendKw(kw));
+        Recorder sender = Recorder.create(rt, "sender");
+        assertEquals(-1, sendDurable(sender));
         rt.run(() -> { });
         rt.run(() -> { });
-        assertEquals(0, told.get());
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE));
         assertEquals(1, stats().get("Q1").get("msgs_in_queue").asInt());
         assertEquals(1, stats().get("Q3").get("msgs_in_queue").asInt());
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.mqiogate;
 
+import io.gatehouse.testkit.AckPeer;
+import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
@@ -144,8 +146,8 @@ class QueueLoopbackTest {
         String cfg = "{\"services\": [{\"name\": \"__output_side__\", \"gclass\": \"C_MQIOGATE\", \"kw\": " + mkw
                 + ", \"children\": [" + String.join(", ", children) + "]}]}";
         List<GClassSpec<?>> specs = new ArrayList<>(List.of(transport()));
-        specs.add(MqIoGateGClass.SPEC);
-        specs.add(QIoGateGClass.spec(factory));
+        specs.add(MqIoGate.SPEC);
+        specs.add(new QIoGateGClass(factory).spec());
         YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(data).gclasses(specs).config(cfg).build().start();
         runtimes.add(rt);
         return rt;
@@ -187,8 +189,8 @@ class QueueLoopbackTest {
                 + "    ]\n"
                 + "}]}";
         List<GClassSpec<?>> specs = new ArrayList<>(List.of(transport()));
-        specs.add(MqIoGateGClass.SPEC);
-        specs.add(QIoGateGClass.spec(null));
+        specs.add(MqIoGate.SPEC);
+        specs.add(new QIoGateGClass(null).spec());
         YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(tmp.resolve("seed")).gclasses(specs)
                 .extension(TrQueueFactory.class, factory).config(seed).build();
         runtimes.add(rt);
@@ -332,14 +334,14 @@ class QueueLoopbackTest {
     void shouldTellDurableAfterTheGroupCommit() {
         YunoRuntime gw = client(tmp.resolve("gw"), "{\"method\": \"broadcast\"}", "\"fsync_policy\": \"interval\"",
                 freePort(), freePort());
-        AtomicInteger told = new AtomicInteger();
+        Recorder sender = Recorder.create(gw, "sender");
         gw.run(() -> {
             ObjectNode kw = Kw.create().put("id", "1");
-            Kw.putRef(kw, MqIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-            assertEquals(0, gw.yuno().service("__output_side__").send(Ev.EV_SEND_MESSAGE, kw, null));
-            assertEquals(0, told.get(), "never inside the send");
+            kw.putObject(Kw.DURABLE).put("tag", "t1");
+            assertEquals(0, gw.yuno().service("__output_side__").send(Ev.EV_SEND_MESSAGE, kw, sender.gobj()));
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "never inside the send");
         });
-        eventually(() -> told.get() == 1, WAIT, "durable");
+        assertNotNull(sender.await(Ev.EV_ON_DURABLE, WAIT), "durable");
         assertEquals(1, inQueue(gw, "output-0"));
         assertEquals(1, inQueue(gw, "output-1"));
     }

@@ -10,6 +10,7 @@ import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -61,16 +62,13 @@ public final class Portal implements GObjBehavior, Registry.Link {
             "Link open and hello answered");
     static final Attr<String> REMOTE_HUB = Attr.string("remote_hub", "", AttrFlag.STATS,
             "Name the other hub said (kept after a close)");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages sent to the other hub");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received from it");
-    static final Attr<Long> BAD_MSGS = Attr.integer("bad_msgs", 0, AttrFlag.RSTATS,
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages sent to the other hub");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received from it");
+    static final Attr<Long> BAD_MSGS = Attr.counter("bad_msgs", AttrFlag.RSTATS,
             "Frames received that were not JSON objects (logged, ignored)");
-    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Links opened (hello answered)");
+    static final Attr<Long> CONNXS = Attr.counter("connxs", 0, "Links opened (hello answered)");
 
-    static final Attr<?>[] ATTRS = {URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS,
-        TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO, CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS};
-
-    // --- States and FSM ---
+    // --- FSM ---
 
     static final String ST_WAIT_HELLO = "ST_WAIT_HELLO";
 
@@ -91,6 +89,18 @@ public final class Portal implements GObjBehavior, Registry.Link {
             .ignore(Ev.EV_TIMEOUT)
         .build();
 
+    // --- Spec ---
+
+    public static final GClassSpec<Portal> SPEC = GClassSpec.builder(GCLASS, Portal.class)
+            .description("Link to another hub (seeds/003 portal): hello with the hub names, then registry messages")
+            .attrs(URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO,
+                    CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS)
+            .fsm(FSM)
+            .linkUp(CONNECTED)
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .factory(Portal::new)
+            .build();
+
     // --- Private data ---
 
     private final GObj gobj;
@@ -104,7 +114,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
@@ -167,7 +177,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         // C_PROT_TCP4H frames a kw without gbuffer as its JSON; the registry keeps reading msg after this call.
         int r = gobj.bottom().send(Ev.EV_SEND_MESSAGE, msg.deepCopy(), gobj);
         if (r < 0) return false;
-        gobj.set(TX_MSGS, gobj.readLong(TX_MSGS) + 1);
+        gobj.inc(TX_MSGS);
         return true;
     }
 
@@ -214,7 +224,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
     private void unlink() {
         Registry r = registry();
         if (r != null) r.removeLink(this);
-        gobj.set(CONNECTED, false);
+        gobj.setBool(CONNECTED, false);
     }
 
     private void drop() {
@@ -228,7 +238,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             if (b == null) return kw;
             return Kw.parse(b);
         } catch (IOException e) {
-            gobj.set(BAD_MSGS, gobj.readLong(BAD_MSGS) + 1);
+            gobj.inc(BAD_MSGS);
             Glog.error(gobj, "Portal message is not a JSON object, ignored", "msgset", "protocol_error",
                     "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
             return null;
@@ -282,8 +292,8 @@ public final class Portal implements GObjBehavior, Registry.Link {
         lastRefusal = "";
         gobj.changeState(St.ST_CONNECTED);
         gobj.set(REMOTE_HUB, remote);
-        gobj.set(CONNECTED, true);
-        gobj.set(CONNXS, gobj.readLong(CONNXS) + 1);
+        gobj.setBool(CONNECTED, true);
+        gobj.inc(CONNXS);
         registry().addLink(remote, this);
         return 0;
     }
@@ -304,7 +314,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         }
         ObjectNode m = parse(kw);
         if (m == null) return 0;
-        gobj.set(RX_MSGS, gobj.readLong(RX_MSGS) + 1);
+        gobj.inc(RX_MSGS);
         if (m.has("__portal__")) {
             if (Kw.getString(m, "__portal__", "").equals("error")) {
                 Glog.error(gobj, "The other hub reports an error", "comment", Kw.getString(m, "comment", ""));

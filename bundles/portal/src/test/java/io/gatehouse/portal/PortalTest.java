@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Registry;
 import io.gatehouse.core.ControlServer;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
@@ -42,7 +42,7 @@ class PortalTest {
     /** A hub: its yuno (with the given services) and its control endpoint on {@code port}. */
     private YunoRuntime hub(String name, int port, String token, String services) throws IOException {
         YunoRuntime rt = YunoRuntime.builder().name(name)
-                .gclass(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(), PortalGClass.SPEC)
+                .gclass(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(), Portal.SPEC)
                 .config("{\"services\": [" + services + "]}").build().start();
         open.add(rt);
         ControlServer cs = new ControlServer(rt, token, false);
@@ -116,7 +116,7 @@ class PortalTest {
         await("B linked to C", () -> linked(b, "C"));
         assertTrue(linked(b, "A") && linked(c, "B"), "the accepting sides learnt the names from the hellos");
 
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> a.yuno().lookup(Registry.class).deliver(cmd("C", Registry.YUNO, "view-registry", 1)));
         Recorder.Event e = rec.await("EV_ON_MESSAGE", 10_000);
         assertNotNull(e);
@@ -176,7 +176,7 @@ class PortalTest {
         YunoRuntime b = hub("B", pb, null, "");
         YunoRuntime a = hub("A", pa, null, portal("to_b", pb, ""));
         await("A linked to B", () -> linked(a, "B"));
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
 
         // B goes away: a command for B is answered at once with an error.
         servers.get(b).close();

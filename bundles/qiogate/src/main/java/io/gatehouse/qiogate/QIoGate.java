@@ -6,10 +6,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.Cancellable;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Gbuffers;
@@ -51,14 +52,14 @@ import java.util.Map;
  * EV_ON_MESSAGE (from the bottom: link state and acks), EV_TIMEOUT (the {@code timeout_poll} tick). No output
  * events: nothing is published upward.
  *
- * <p>Durability hook: a kw with a reference under {@value #ON_DURABLE} (a {@link Runnable}) has it run on the
- * core thread, never inside the send call, once the appended record is durable per the queue's fsync policy;
- * it is never run when the append fails.
+ * <p>Durability: C_QIOGATE {@link GClassSpec#confirmsDurability() confirms durability}. A message whose kw carries
+ * a {@link Kw#DURABLE} dict gets {@link Ev#EV_ON_DURABLE} sent back to its sender, with that dict, once the
+ * appended record is durable per the queue's fsync policy: on the core thread, never inside the send call, and
+ * never when the append failed.
  */
 public final class QIoGate implements GObjBehavior {
 
-    /** Kw key of the Runnable told when the enqueued message is durable (a reference, never stored). */
-    public static final String ON_DURABLE = "__on_durable__";
+    // --- Constants ---
 
     /** Soft mark of a message in flight (sent, waiting for its ack). */
     static final long MARK_INFLIGHT = 0x0001;
@@ -113,23 +114,20 @@ public final class QIoGate implements GObjBehavior {
             "Age of the oldest message of the queue, ms (resolution of the queue's t: seconds unless sf_t_ms)");
     static final Attr<Boolean> ALERT = Attr.bool("alert", false, AttrFlag.STATS,
             "The queue size is at or over alert_queue_size");
-    static final Attr<Long> RETRIES = Attr.integer("retries", 0, AttrFlag.RSTATS,
+    static final Attr<Long> RETRIES = Attr.counter("retries", AttrFlag.RSTATS,
             "Messages sent again after an ack timeout or a nack");
-    static final Attr<Long> NACKS = Attr.integer("nacks", 0, AttrFlag.RSTATS, "Acks with a negative result");
-    static final Attr<Long> ACKS = Attr.integer("acks", 0, AttrFlag.RSTATS, "Messages acked (cleared)");
-    static final Attr<Long> IGNORED_ACKS = Attr.integer("ignored_acks", 0, AttrFlag.RSTATS,
+    static final Attr<Long> NACKS = Attr.counter("nacks", AttrFlag.RSTATS, "Acks with a negative result");
+    static final Attr<Long> ACKS = Attr.counter("acks", AttrFlag.RSTATS, "Messages acked (cleared)");
+    static final Attr<Long> IGNORED_ACKS = Attr.counter("ignored_acks", AttrFlag.RSTATS,
             "Duplicate, stale or unknown acks");
-    static final Attr<Long> ENQUEUED = Attr.integer("enqueued", 0, AttrFlag.RSTATS, "Messages appended");
-    static final Attr<Long> ENQUEUE_ERRORS = Attr.integer("enqueue_errors", 0, AttrFlag.RSTATS,
+    static final Attr<Long> ENQUEUED = Attr.counter("enqueued", AttrFlag.RSTATS, "Messages appended");
+    static final Attr<Long> ENQUEUE_ERRORS = Attr.counter("enqueue_errors", AttrFlag.RSTATS,
             "Messages refused because they could not be stored");
 
-    static final Attr<?>[] ATTRS = {TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY,
-        SYSTEM_FLAG, ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE, TIMEOUT_ACK, RETRY_DELAY,
-        WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS, MSGS_IN_QUEUE, PENDING_ACKS,
-        OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS};
+    // --- Trace levels ---
 
-    /** Yuneta keys accepted and not used (email alerts, critical-error policy). */
-    static final String[] UNUSED_YUNETA_KEYS = {"on_critical_error", "alert_from", "alert_to"};
+    static final String TRACE_MESSAGES = "messages";
+    static final String TRACE_QUEUE_PROT = "trace_queue_prot";
 
     // --- FSM ---
 
@@ -143,32 +141,41 @@ public final class QIoGate implements GObjBehavior {
             .ignore(Ev.EV_STOPPED)
         .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
-    @SuppressWarnings("unchecked")
-    static final CommandSpec<QIoGate>[] COMMANDS = new CommandSpec[] {
-        CommandSpec.<QIoGate>of("queue_mark_pending",
-            "Mark the messages in [from-rowid, to-rowid] as pending: they are sent again (to-rowid 0 = last)",
-            (self, cmd, kw, src) -> self.cmdMarkPending(kw, true),
-            Param.string("key", "", "Unused (Yuneta compatibility)"),
-            Param.integer("from-rowid", "0", "First rowid"),
-            Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic")),
-        CommandSpec.<QIoGate>of("queue_mark_notpending",
-            "Mark the messages in [from-rowid, to-rowid] as not pending: they are dropped from the queue",
-            (self, cmd, kw, src) -> self.cmdMarkPending(kw, false),
-            Param.string("key", "", "Unused (Yuneta compatibility)"),
-            Param.integer("from-rowid", "0", "First rowid"),
-            Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic")),
-        CommandSpec.<QIoGate>of("view-queue",
-            "The queue's state: size, window, oldest messages in flight with their retries",
-            (self, cmd, kw, src) -> self.cmdViewQueue(kw),
-            Param.integer("limit", "20", "Messages in flight to list"))
-    };
+    private static final Param PM_KEY = Param.string("key", "", "Unused (Yuneta compatibility)");
+    private static final Param PM_FROM_ROWID = Param.integer("from-rowid", "0", "First rowid");
+    private static final Param PM_TO_ROWID = Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic");
 
-    static final String TRACE_MESSAGES = "messages";
-    static final String TRACE_QUEUE_PROT = "trace_queue_prot";
+    /**
+     * The gclass with its queues found at start ({@code yuno().lookup(TrQueueFactory.class)}); the DS component
+     * hands in the TrQueueFactory service instead ({@link #SPEC}{@code .withFactory}).
+     */
+    public static final GClassSpec<QIoGate> SPEC = GClassSpec.builder(GClassNames.C_QIOGATE, QIoGate.class)
+            .description("Persistent queue with acks in front of one bottom (retries, credit window)")
+            .attrs(TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY, SYSTEM_FLAG,
+                    ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE,
+                    TIMEOUT_ACK, RETRY_DELAY, WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS,
+                    MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS,
+                    ENQUEUED, ENQUEUE_ERRORS)
+            .fsm(FSM)
+            .command("queue_mark_pending",
+                    "Mark the messages in [from-rowid, to-rowid] as pending: they are sent again (to-rowid 0 = last)",
+                    QIoGate::cmdMarkPending, PM_KEY, PM_FROM_ROWID, PM_TO_ROWID)
+            .command("queue_mark_notpending",
+                    "Mark the messages in [from-rowid, to-rowid] as not pending: they are dropped from the queue",
+                    QIoGate::cmdMarkNotPending, PM_KEY, PM_FROM_ROWID, PM_TO_ROWID)
+            .command("view-queue", "The queue's state: size, window, oldest messages in flight with their retries",
+                    QIoGate::cmdViewQueue, Param.integer("limit", "20", "Messages in flight to list"))
+            .traceLevel(TRACE_MESSAGES, "Trace every message enqueued and sent, with its rowid and retries")
+            .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: acks, nacks and resends")
+            .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
+            .confirmsDurability()
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .factory(g -> new QIoGate(g, null))
+            .build();
 
-    // --- Fields ---
+    // --- Private data ---
 
     /** One message in flight: sent on the current link, waiting for its ack. */
     private static final class InFlight {
@@ -186,16 +193,18 @@ public final class QIoGate implements GObjBehavior {
         }
     }
 
-    /** A {@value #ON_DURABLE} callback waiting for its record to be durable. */
+    /** A sender waiting for EV_ON_DURABLE: told once its record is durable. */
     private static final class DurableWait {
         final long generation;
         final long rowid;
-        final Runnable callback;
+        final GObj sender;
+        final ObjectNode durable;
 
-        DurableWait(long generation, long rowid, Runnable callback) {
+        DurableWait(long generation, long rowid, GObj sender, ObjectNode durable) {
             this.generation = generation;
             this.rowid = rowid;
-            this.callback = callback;
+            this.sender = sender;
+            this.durable = durable;
         }
     }
 
@@ -214,57 +223,33 @@ public final class QIoGate implements GObjBehavior {
     private long lastBackupCheckMs;
     private boolean backupRefusedSaid;
     private boolean noBottomSaid;
-    // Attributes read per message, kept here (refreshConfig: at create, start and on every write).
-    private long maxPendingAcks;
-    private long maxPendingBytes;
     /** Bytes of the messages in flight (the byte credit window). */
     private long inflightBytes;
-    private long timeoutAckMs;
-    private boolean withMetadata;
-    private long alertQueueSize;
-    private boolean disableAlert;
-    /** The last value given to the {@code alert} attribute. */
-    private boolean alert;
-    // Counted per message and added to the attributes when they are read (onReadAttrs, onStats): a boxed
-    // attribute write per counter and message was a visible share of the queue's cost.
-    private long dEnqueued;
-    private long dEnqueueErrors;
-    private long dAcks;
-    private long dNacks;
-    private long dIgnoredAcks;
-    private long dRetries;
+    /** Appends refused in a row; the error is said for the first one only. */
+    private long refusedStreak;
+    /** The largest size seen while the alert is on, said when it ends. */
+    private long alertPeak;
 
     QIoGate(GObj gobj, TrQueueFactory factory) {
         this.gobj = gobj;
         this.factoryFromService = factory;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
         systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
         FsyncPolicy.parse(gobj.read(FSYNC_POLICY)); // a bad value is a config error, here
         if (gobj.readLong(TIMEOUT_POLL) <= 0) throw new IllegalArgumentException("timeout_poll must be > 0 ms");
-        refreshConfig();
-    }
-
-    private void refreshConfig() {
-        maxPendingAcks = gobj.readLong(MAX_PENDING_ACKS);
-        maxPendingBytes = gobj.readLong(MAX_PENDING_BYTES);
-        timeoutAckMs = gobj.readLong(TIMEOUT_ACK) * 1000L;
-        withMetadata = gobj.readBool(WITH_METADATA);
-        alertQueueSize = gobj.readLong(ALERT_QUEUE_SIZE);
-        disableAlert = gobj.readBool(DISABLE_ALERT);
     }
 
     @Override
     public int onStart() {
         if (gobj.readLong(TIMEOUT_ACK) <= 0) {
             Glog.error(gobj, "timeout_ack EMPTY, set 60", "timeout_ack", gobj.readLong(TIMEOUT_ACK));
-            gobj.set(TIMEOUT_ACK, 60L);
+            gobj.setLong(TIMEOUT_ACK, 60);
         }
-        refreshConfig();
         if (openQueue() < 0) return -1;
         if (bottom() == null) {
             Glog.error(gobj, "C_QIOGATE without bottom: messages are queued, nothing is sent");
@@ -291,7 +276,6 @@ public final class QIoGate implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
-        refreshConfig();
         if (attr.equals(MAX_PENDING_ACKS.name()) || attr.equals(MAX_PENDING_BYTES.name())) sendBatch();
         if (attr.equals(ALERT_QUEUE_SIZE.name()) || attr.equals(DISABLE_ALERT.name())) checkAlert(false);
     }
@@ -417,42 +401,41 @@ public final class QIoGate implements GObjBehavior {
 
     /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
     private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
-        Runnable onDurable = Kw.ref(kw, ON_DURABLE, Runnable.class);
-        kw.remove(ON_DURABLE);
+        JsonNode durable = kw.remove(Kw.DURABLE);
         ObjectNode msg = messageOf(kw);
         if (msg == null) {
-            dEnqueueErrors++;
+            gobj.inc(ENQUEUE_ERRORS);
             return -1;
         }
         if (trq == null && openQueue() < 0) {
             Glog.error(gobj, "Message NOT SAVED in the queue: queue not open", "topic_name", gobj.read(TOPIC_NAME));
-            dEnqueueErrors++;
+            gobj.inc(ENQUEUE_ERRORS);
             return -1;
         }
         long t = (systemFlag & TrQueue.SF_T_MS) != 0 ? gobj.yuno().clock().epochMillis()
                 : gobj.yuno().clock().epochMillis() / 1000;
         QueueMessage m = trq.append(t, msg, 0);
         if (m == null) {
-            // Disk full, message too large, I/O error: the sender is told (-1) and its durable hook never runs,
+            // Disk full, message too large, I/O error: the sender is told (-1) and never gets EV_ON_DURABLE,
             // so an upstream producer is not acked and sends again. Said once per streak: a full disk refuses
             // thousands of messages a second, and the store has logged why.
             if (refusedStreak++ == 0) {
                 Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
                         "msgs_in_queue", trq.size());
             }
-            dEnqueueErrors++;
+            gobj.inc(ENQUEUE_ERRORS);
             return -1;
         }
         if (refusedStreak > 0) {
             Glog.info(gobj, "Messages saved in the queue again", "refused", refusedStreak);
             refusedStreak = 0;
         }
-        dEnqueued++;
+        gobj.inc(ENQUEUED);
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
         }
-        if (onDurable != null) {
-            durableWaits.add(new DurableWait(m.generation(), m.rowid(), onDurable));
+        if (durable instanceof ObjectNode && src != null) {
+            durableWaits.add(new DurableWait(m.generation(), m.rowid(), src, (ObjectNode) durable));
             if (trq.durableRowid() >= m.rowid()) {
                 final TrQueue q = trq;
                 gobj.yuno().eventLoop().execute(() -> drainDurable(q));
@@ -464,9 +447,6 @@ public final class QIoGate implements GObjBehavior {
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */
-    /** Appends refused in a row; the error is said for the first one only. */
-    private long refusedStreak;
-
     private ObjectNode messageOf(ObjectNode kw) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode src = kw;
@@ -481,7 +461,7 @@ public final class QIoGate implements GObjBehavior {
                 buf.release();
             }
         }
-        boolean keepMetadata = withMetadata;
+        boolean keepMetadata = gobj.readBool(WITH_METADATA);
         // The kw is ours: when it holds nothing to strip (the usual case, a message just parsed by the relay),
         // it is stored as it is instead of being copied.
         ObjectNode out = !needsStripping(src, keepMetadata) ? src
@@ -541,7 +521,7 @@ public final class QIoGate implements GObjBehavior {
             return -1;
         }
         long t = mdOrTop.path(TrQueue.MSG_T).asLong(0);
-        JsonNode res = md != null && md.has("result") ? md.get("result") : ack.get("result");
+        JsonNode res = md != null && md.has(Kw.RESULT) ? md.get(Kw.RESULT) : ack.get(Kw.RESULT);
         if (res == null) {
             Glog.error(gobj, "Ack without result, taken as 0", "rowid", rowid);
         }
@@ -567,7 +547,7 @@ public final class QIoGate implements GObjBehavior {
         }
         InFlight f = inflight.get(rowid);
         if (result < 0) {
-            dNacks++;
+            gobj.inc(NACKS);
             if (f != null) {
                 f.retries++;
                 f.nacked = true;
@@ -582,13 +562,13 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "Cannot clear the pending flag: the message may be sent again after a restart",
                     "rowid", rowid);
         }
-        dAcks++;
+        gobj.inc(ACKS);
         checkAlert(false);
         return 0;
     }
 
     private void countIgnored() {
-        dIgnoredAcks++;
+        gobj.inc(IGNORED_ACKS);
     }
 
     /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
@@ -650,7 +630,7 @@ public final class QIoGate implements GObjBehavior {
                     boolean timedOut = !f.nacked;
                     if (timedOut) f.retries++;
                     f.nacked = false;
-                    dRetries++;
+                    gobj.inc(RETRIES);
                     if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
                         Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
                                 "rowid", f.msg.rowid(), "retries", f.retries);
@@ -672,16 +652,21 @@ public final class QIoGate implements GObjBehavior {
 
     /** The backoff of a message's n-th retry: base doubled per retry, capped at 8 x timeout_ack. */
     long backoff(long baseMs, int retries) {
-        long cap = Math.max(baseMs, 8L * timeoutAckMs);
+        long cap = Math.max(baseMs, 8L * timeoutAckMs());
         long d = baseMs;
         for (int i = 0; i < retries && d < cap; i++) d *= 2;
         return Math.min(Math.max(1, d), cap);
     }
 
     private boolean windowFull() {
-        long max = maxPendingAcks;
+        long max = gobj.readLong(MAX_PENDING_ACKS);
         if (max > 0 && inflight.size() >= max) return true;
-        return maxPendingBytes > 0 && inflightBytes >= maxPendingBytes && !inflight.isEmpty();
+        long maxBytes = gobj.readLong(MAX_PENDING_BYTES);
+        return maxBytes > 0 && inflightBytes >= maxBytes && !inflight.isEmpty();
+    }
+
+    private long timeoutAckMs() {
+        return gobj.readLong(TIMEOUT_ACK) * 1000L;
     }
 
     /** Takes a message out of flight (acked, gone, unloaded), giving its bytes back to the window. */
@@ -770,7 +755,7 @@ public final class QIoGate implements GObjBehavior {
         }
         long now = now();
         f.sentAtMs = now;
-        f.dueMs = now + backoff(timeoutAckMs, f.retries);
+        f.dueMs = now + backoff(timeoutAckMs(), f.retries);
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message sent", "rowid", f.msg.rowid(), "retries", f.retries,
                     "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
@@ -807,31 +792,32 @@ public final class QIoGate implements GObjBehavior {
                 Glog.warn(gobj, "Durable callback of another queue generation dropped", "rowid", w.rowid);
                 continue;
             }
-            try {
-                w.callback.run();
-            } catch (RuntimeException e) {
-                Glog.error(gobj, "__on_durable__ callback failed", "rowid", w.rowid, "error", String.valueOf(e));
-            }
+            if (!w.sender.isDestroyed()) w.sender.send(Ev.EV_ON_DURABLE, w.durable, gobj);
         }
     }
 
+    /**
+     * The queue-size alert: said once when the queue reaches {@code alert_queue_size}, and once when it is back
+     * under it (with how large it grew), never per message in between.
+     */
     private void checkAlert(boolean atOpen) {
         if (trq == null) return;
-        long limit = alertQueueSize;
+        long limit = gobj.readLong(ALERT_QUEUE_SIZE);
         int size = trq.size();
-        boolean over = limit > 0 && !disableAlert && size >= limit;
-        boolean was = alert;
-        if (over && (!was || (!atOpen && size % limit == 0))) {
+        boolean over = limit > 0 && !gobj.readBool(DISABLE_ALERT) && size >= limit;
+        boolean was = gobj.readBool(ALERT);
+        if (over && size > alertPeak) alertPeak = size;
+        if (over && !was) {
             Glog.warn(gobj, gobj.read(ALERT_MESSAGE) + " " + size + " msgs", "node", hostName(),
                     "yuno", gobj.yuno().role() + "^" + gobj.yuno().name(), "queue", database(),
-                    "topic_name", trq.topicName(), "queue_size", size, "alert_queue_size", limit);
+                    "topic_name", trq.topicName(), "queue_size", size, "alert_queue_size", limit,
+                    "at_open", atOpen);
         } else if (!over && was) {
-            Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit);
+            Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit,
+                    "peak", alertPeak);
+            alertPeak = 0;
         }
-        if (over != was) {
-            alert = over;
-            gobj.set(ALERT, over);
-        }
+        if (over != was) gobj.setBool(ALERT, over);
     }
 
     private static String hostName() {
@@ -864,33 +850,18 @@ public final class QIoGate implements GObjBehavior {
         }
     }
 
-    /** The attributes are read from outside: the gauges and the counters, exact. */
+    /** The attributes are read from outside: the gauges, from the queue. */
     @Override
     public void onReadAttrs() {
-        syncCounters();
         refreshStats();
-    }
-
-    private void syncCounters() {
-        add(ENQUEUED, dEnqueued);
-        add(ENQUEUE_ERRORS, dEnqueueErrors);
-        add(ACKS, dAcks);
-        add(NACKS, dNacks);
-        add(IGNORED_ACKS, dIgnoredAcks);
-        add(RETRIES, dRetries);
-        dEnqueued = dEnqueueErrors = dAcks = dNacks = dIgnoredAcks = dRetries = 0;
-    }
-
-    private void add(Attr<Long> a, long n) {
-        if (n != 0) gobj.set(a, gobj.readLong(a) + n);
     }
 
     /** The gauges (msgs_in_queue, pending_acks, oldest_pending_age_ms) from the queue, for a reader. */
     private void refreshStats() {
         TrQueue q = trq;
-        gobj.set(MSGS_IN_QUEUE, q == null ? 0L : (long) q.size());
-        gobj.set(PENDING_ACKS, (long) inflight.size());
-        gobj.set(OLDEST_PENDING_AGE_MS, oldestAgeMs());
+        gobj.setLong(MSGS_IN_QUEUE, q == null ? 0 : q.size());
+        gobj.setLong(PENDING_ACKS, inflight.size());
+        gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
     }
 
     private long oldestAgeMs() {
@@ -927,9 +898,8 @@ public final class QIoGate implements GObjBehavior {
             JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
             if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
         }
-        syncCounters();
         if (reset) {
-            for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) gobj.set(a, 0L);
+            for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) gobj.setLong(a, 0);
         }
         refreshStats();
         data.put(MSGS_IN_QUEUE.name(), gobj.readLong(MSGS_IN_QUEUE));
@@ -949,7 +919,15 @@ public final class QIoGate implements GObjBehavior {
      * in rowid order. queue_mark_notpending: rows in the range stop being pending and leave the queue (those in
      * flight too). Run live, on the core thread: no pause needed.
      */
-    private ObjectNode cmdMarkPending(ObjectNode kw, boolean pending) {
+    private ObjectNode cmdMarkPending(ObjectNode kw, GObj src) {
+        return markPending(kw, true);
+    }
+
+    private ObjectNode cmdMarkNotPending(ObjectNode kw, GObj src) {
+        return markPending(kw, false);
+    }
+
+    private ObjectNode markPending(ObjectNode kw, boolean pending) {
         long from = Kw.getLong(kw, "from-rowid", 0);
         long to = Kw.getLong(kw, "to-rowid", 0);
         if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
@@ -999,7 +977,7 @@ public final class QIoGate implements GObjBehavior {
         return null;
     }
 
-    private ObjectNode cmdViewQueue(ObjectNode kw) {
+    private ObjectNode cmdViewQueue(ObjectNode kw, GObj src) {
         refreshStats();
         ObjectNode d = Kw.create();
         d.put("topic_name", gobj.read(TOPIC_NAME));

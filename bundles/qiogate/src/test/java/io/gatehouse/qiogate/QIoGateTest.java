@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.qiogate;
 
+import io.gatehouse.testkit.MemTrQueueFactory;
+import io.gatehouse.testkit.FakeBottom;
+import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
@@ -59,7 +62,7 @@ class QIoGateTest {
     YunoRuntime build(String kw) {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":" + kw
                 + ",\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        return YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
+        return YunoRuntime.builder().name("t").dataDir(tmp).gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC)
                 .config(cfg).build().start();
     }
 
@@ -375,36 +378,38 @@ class QIoGateTest {
     // --- Durability hook ---
 
     @Test
-    void shouldRunOnDurableOnlyOnceTheRecordIsDurable() {
+    void shouldAnswerOnDurableOnlyOnceTheRecordIsDurable() {
         qf.autoDurable = false;
         givenGate("{\"topic_name\":\"t\"}");
-        AtomicInteger told = new AtomicInteger();
-        AtomicInteger onCore = new AtomicInteger();
+        Recorder sender = Recorder.create(rt, "sender");
         ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) () -> {
-            told.incrementAndGet();
-            if (rt.yuno().inCoreThread()) onCore.incrementAndGet();
-        });
-        assertEquals(0, sendKw(kw));
+        kw.putObject(Kw.DURABLE).put("tag", "t1");
+        assertEquals(0, (int) rt.call(() -> {
+            int r = gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj());
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "never inside the send");
+            return r;
+        }));
         rt.run(() -> { });
-        assertEquals(0, told.get(), "not durable yet");
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "not durable yet");
         rt.run(() -> ((MemTrQueueFactory.Mem) ((QIoGate) gate().behavior()).queue()).makeDurable());
-        eventually(() -> told.get() == 1, 2000, "durable callback");
-        assertEquals(1, onCore.get());
-        assertFalse(rt.call(() -> qf.topic("t").rows() == 1 && Kw.toJson(qf.opened.get(0).msgJson(
-                qf.opened.get(0).first())).contains("__on_durable__")));
+        Recorder.Event told = sender.await(Ev.EV_ON_DURABLE, 2000);
+        assertNotNull(told, "EV_ON_DURABLE");
+        assertEquals("t1", told.kw.path("tag").asText(), "the sender's own dict comes back");
+        assertEquals("q", told.src);
+        assertFalse(rt.call(() -> Kw.toJson(qf.opened.get(0).msgJson(qf.opened.get(0).first())).contains(Kw.DURABLE)),
+                "the durability request is not stored");
     }
 
     @Test
-    void shouldNotRunOnDurableAndAnswerMinusOneWhenTheAppendFails() {
+    void shouldNotAnswerOnDurableAndAnswerMinusOneWhenTheAppendFails() {
         givenGate("{\"topic_name\":\"t\"}");
         qf.failAppends = true;
-        AtomicInteger told = new AtomicInteger();
+        Recorder sender = Recorder.create(rt, "sender");
         ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-        assertEquals(-1, sendKw(kw));
+        kw.putObject(Kw.DURABLE).put("tag", "t1");
+        assertEquals(-1, (int) rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj())));
         rt.run(() -> { });
-        assertEquals(0, told.get());
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE));
         assertTrue(logged("Message NOT SAVED in the queue"), logs.toString());
         assertEquals(1, stats().get("enqueue_errors").asInt());
         assertEquals(0, stats().get("msgs_in_queue").asInt());
@@ -520,7 +525,7 @@ class QIoGateTest {
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]},"
                 + "{\"name\":\"c\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"same\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC)
                 .config(cfg).build().start();
         assertEquals(2, qf.topics().size(), qf.topics().keySet().toString());
         assertTrue(qf.topics().keySet().stream().anyMatch(k -> k.endsWith("queues/a/same")), qf.topics().keySet().toString());
@@ -530,7 +535,7 @@ class QIoGateTest {
     void shouldFindTheFactoryThroughTheYunoOutsideOsgi() {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"t\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(null), FakeBottom.SPEC)
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(new QIoGateGClass(null).spec(), FakeBottom.SPEC)
                 .extension(io.gatehouse.api.queue.TrQueueFactory.class, qf).config(cfg).build().start();
         rt.run(() -> bottom().open());
         assertEquals(0, send("{\"id\":\"1\"}"));

@@ -1,5 +1,6 @@
 package io.gatehouse.relay;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -44,31 +45,51 @@ class RelayTest {
         }
     }
 
-    /** Stands for a C_QIOGATE: keeps the messages and their durability callbacks, refuses when told to. */
+    /**
+     * Any output that confirms durability (a queue, a Kafka producer): keeps the messages and who waits for their
+     * EV_ON_DURABLE, refuses when told to, and confirms when the test says so.
+     */
     static final class FakeQueue implements GObjBehavior {
+        final GObj gobj;
         final List<ObjectNode> stored = new ArrayList<>();
-        final List<Runnable> pendingDurable = new ArrayList<>();
+        final List<GObj> waiting = new ArrayList<>();
+        final List<ObjectNode> pendingDurable = new ArrayList<>();
         boolean refuse;
 
-        FakeQueue(GObj g) {}
+        FakeQueue(GObj g) {
+            this.gobj = g;
+        }
 
         int acSend(String ev, ObjectNode kw, GObj src) {
             if (refuse) return -1;
-            Runnable r = Kw.ref(kw, Relay.ON_DURABLE, Runnable.class);
-            kw.remove(Relay.ON_DURABLE);
+            JsonNode d = kw.remove(Kw.DURABLE);
             stored.add(kw);
-            if (r != null) pendingDurable.add(r);
+            if (d instanceof ObjectNode) {
+                waiting.add(src);
+                pendingDurable.add((ObjectNode) d);
+            }
             return 0;
+        }
+
+        /** Tells every waiting sender, as a queue does after the fsync. */
+        void confirmAll() {
+            for (int i = 0; i < waiting.size(); i++) waiting.get(i).send(Ev.EV_ON_DURABLE, pendingDurable.get(i), gobj);
+            waiting.clear();
+            pendingDurable.clear();
         }
     }
 
     static final GClassSpec<FakeGate> GATE = GClassSpec.builder("C_IOGATE", FakeGate.class)
+            .description("a plain gate: takes messages, confirms nothing")
             .fsm(Fsm.<FakeGate>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeGate::acSend)
                     .publishes(Ev.EV_ON_MESSAGE).build())
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(FakeGate::new).build();
-    static final GClassSpec<FakeQueue> QUEUE = GClassSpec.builder("C_QIOGATE", FakeQueue.class)
+    /** Named like no gclass the relay could know: the relay goes by the spec's declaration alone. */
+    static final GClassSpec<FakeQueue> QUEUE = GClassSpec.builder("C_SOME_DURABLE_OUTPUT", FakeQueue.class)
+            .description("an output that stores and confirms durability")
             .fsm(Fsm.<FakeQueue>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeQueue::acSend).build())
+            .confirmsDurability()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(FakeQueue::new).build();
 
@@ -108,14 +129,15 @@ class RelayTest {
 
     @Test
     void shouldAckUpstreamOnlyAfterTheQueueSaysDurable() {
-        start("C_QIOGATE");
+        start("C_SOME_DURABLE_OUTPUT");
         receive("{\"id\": \"msg-1\", \"__md_trq__\": {\"__msg_rowid__\": 5, \"__msg_t__\": 9}}");
         assertEquals(1, rt.call(() -> queue().stored.size()));
         ObjectNode stored = rt.call(() -> queue().stored.get(0));
         assertEquals("msg-1", stored.get("id").asText());
         assertNull(stored.get("__md_trq__"), "the upstream metadata is not stored downstream");
+        assertNull(stored.get(Kw.DURABLE), "the durability request is the output's, not part of the message");
         assertTrue(rt.call(() -> input().sent.isEmpty()), "no ack before durability");
-        rt.run(() -> queue().pendingDurable.forEach(Runnable::run));
+        rt.run(() -> queue().confirmAll());
         List<ObjectNode> acks = rt.call(() -> input().sent);
         assertEquals(1, acks.size());
         assertTrue(acks.get(0).get("payload").asText().contains("\"__msg_rowid__\":5"), acks.toString());
@@ -125,7 +147,7 @@ class RelayTest {
 
     @Test
     void shouldNotAckWhatTheQueueRefuses() {
-        start("C_QIOGATE");
+        start("C_SOME_DURABLE_OUTPUT");
         rt.run(() -> queue().refuse = true);
         receive("{\"id\": \"msg-2\", \"__md_trq__\": {\"__msg_rowid__\": 6, \"__msg_t__\": 9}}");
         assertTrue(rt.call(() -> input().sent.isEmpty()));
@@ -134,7 +156,7 @@ class RelayTest {
 
     @Test
     void shouldCountButNotForwardBadJsonToAQueue() {
-        start("C_QIOGATE");
+        start("C_SOME_DURABLE_OUTPUT");
         receive("not json");
         assertEquals(0, rt.call(() -> queue().stored.size()));
         assertEquals(1, rt.command("stats-yuno service=relay").get("data").get("bad_json").asInt());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.sink;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -6,7 +7,6 @@ import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
 import io.gatehouse.api.Cancellable;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -36,6 +36,9 @@ import java.util.Set;
  * no longer told apart ({@code ids_overflow}).
  */
 public final class Sink implements GObjBehavior {
+
+    // --- Attributes ---
+
     static final Attr<JsonNode> INPUT = Attr.json("input", AttrType.JSON, null, AttrFlag.RD,
             "Gate service name(s) to listen to; empty = the gate that has this sink as subscriber");
     static final Attr<Boolean> ECHO = Attr.bool("echo", false, AttrFlag.WR, "Send every message back");
@@ -45,36 +48,46 @@ public final class Sink implements GObjBehavior {
             "Ids made of this prefix and a number are tracked in a bit set");
     static final Attr<Long> MAX_IDS = Attr.integer("max_ids", 1_000_000, AttrFlag.RD,
             "Most distinct non-numeric ids remembered (memory bound)");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages echoed");
-    static final Attr<Long> DISTINCT = Attr.integer("distinct_ids", 0, AttrFlag.RSTATS, "Distinct ids seen");
-    static final Attr<Long> DUPLICATES = Attr.integer("duplicates", 0, AttrFlag.RSTATS, "Messages whose id was seen before");
-    static final Attr<Long> ACKS = Attr.integer("acks_sent", 0, AttrFlag.RSTATS, "Acks sent");
-    static final Attr<Long> BAD_JSON = Attr.integer("bad_json", 0, AttrFlag.RSTATS, "Messages that were not JSON objects");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received");
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages echoed");
+    static final Attr<Long> DISTINCT_IDS = Attr.counter("distinct_ids", AttrFlag.RSTATS, "Distinct ids seen");
+    static final Attr<Long> DUPLICATES = Attr.counter("duplicates", AttrFlag.RSTATS, "Messages whose id was seen before");
+    static final Attr<Long> ACKS_SENT = Attr.counter("acks_sent", AttrFlag.RSTATS, "Acks sent");
+    static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS, "Messages that were not JSON objects");
     static final Attr<Boolean> IDS_OVERFLOW = Attr.bool("ids_overflow", false, AttrFlag.STATS,
             "More distinct non-numeric ids than max_ids: duplicates undercounted");
 
+    // --- FSM ---
+
+    static final Fsm<Sink> FSM = Fsm.<Sink>builder()
+            .state(St.ST_IDLE)
+                .on(Ev.EV_ON_MESSAGE,       Sink::acOnMessage)
+                .on(Ev.EV_TIMEOUT_PERIODIC, Sink::acCheckGates)
+                .ignore(Ev.EV_ON_OPEN)
+                .ignore(Ev.EV_ON_CLOSE)
+                .ignore(Ev.EV_ON_ID)
+                .ignore(Ev.EV_ON_ID_NAK)
+            .build();
+
+    // --- Spec ---
+
     static final GClassSpec<Sink> SPEC = GClassSpec.builder(GClassNames.C_SINK, Sink.class)
             .description("Acks, counts and optionally echoes what it receives")
-            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, RX_MSGS, TX_MSGS, DISTINCT, DUPLICATES, ACKS,
+            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, RX_MSGS, TX_MSGS, DISTINCT_IDS, DUPLICATES, ACKS_SENT,
                     BAD_JSON, IDS_OVERFLOW)
-            .fsm(Fsm.<Sink>builder()
-                    .state(St.ST_IDLE)
-                    .on(Ev.EV_ON_MESSAGE, Sink::acOnMessage)
-                    .ignore(Ev.EV_ON_OPEN)
-                    .ignore(Ev.EV_ON_CLOSE)
-                    .ignore(Ev.EV_ON_ID)
-                    .ignore(Ev.EV_ON_ID_NAK)
-                    .on(Ev.EV_TIMEOUT_PERIODIC, Sink::acCheckGates)
-                    .build())
-            .commands(
-                    CommandSpec.of("check-ids", "Which numeric ids in [from, to] never arrived", Sink::cmdCheckIds,
-                            Param.integer("from", "0", "First id number"),
-                            Param.integer("to", "-1", "Last id number (-1: the highest seen)")),
-                    CommandSpec.of("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds))
+            .fsm(FSM)
+            .command("check-ids", "Which numeric ids in [from, to] never arrived", Sink::cmdCheckIds,
+                    Param.integer("from", "0", "First id number"),
+                    Param.integer("to", "-1", "Last id number (-1: the highest seen)"))
+            .command("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds)
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(Sink::new)
             .build();
+
+    /** Milliseconds between checks that the sink is still subscribed to its input gates (rebuilt by a hot swap). */
+    private static final long CHECK_GATES_MS = 500;
+
+    // --- Private data ---
 
     private final GObj gobj;
     private InputGates inputs;
@@ -87,6 +100,8 @@ public final class Sink implements GObjBehavior {
         this.gobj = gobj;
     }
 
+    // --- Framework methods ---
+
     @Override
     public void onCreate() {
         inputs = new InputGates(gobj, InputGates.namesFrom(gobj.read(INPUT)));
@@ -95,7 +110,7 @@ public final class Sink implements GObjBehavior {
     @Override
     public int onStart() {
         inputs.subscribe();
-        if (!inputs.names().isEmpty()) checker = gobj.setPeriodic(500, Ev.EV_TIMEOUT_PERIODIC);
+        if (!inputs.names().isEmpty()) checker = gobj.setPeriodic(CHECK_GATES_MS, Ev.EV_TIMEOUT_PERIODIC);
         return 0;
     }
 
@@ -106,19 +121,55 @@ public final class Sink implements GObjBehavior {
         return 0;
     }
 
+    // --- Commands ---
+
+    private ObjectNode cmdCheckIds(ObjectNode kw, GObj src) {
+        long from = kw.get("from").asLong();
+        long to = kw.get("to").asLong();
+        if (to < 0) to = maxNumeric;
+        if (from < 0 || to >= Integer.MAX_VALUE) return Envelope.error("from/to out of range");
+        long missing = 0;
+        long firstMissing = -1;
+        for (long i = from; i <= to; i++) {
+            if (!numericIds.get((int) i)) {
+                missing++;
+                if (firstMissing < 0) firstMissing = i;
+            }
+        }
+        ObjectNode d = Kw.create();
+        d.put("from", from);
+        d.put("to", to);
+        d.put("missing", missing);
+        d.put("first_missing", firstMissing);
+        d.put("distinct_ids", gobj.readLong(DISTINCT_IDS));
+        d.put("duplicates", gobj.readLong(DUPLICATES));
+        return Envelope.ok(missing == 0 ? "all ids arrived" : missing + " ids missing", d);
+    }
+
+    private ObjectNode cmdResetIds(ObjectNode kw, GObj src) {
+        numericIds = new BitSet();
+        otherIds = new HashSet<>();
+        maxNumeric = -1;
+        for (Attr<Long> a : List.of(RX_MSGS, TX_MSGS, DISTINCT_IDS, DUPLICATES, ACKS_SENT, BAD_JSON)) gobj.setLong(a, 0);
+        gobj.set(IDS_OVERFLOW, false);
+        return Envelope.ok("ids forgotten", null);
+    }
+
+    // --- Actions ---
+
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
         inputs.subscribe();
         return 0;
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
-        gobj.set(RX_MSGS, gobj.read(RX_MSGS) + 1);
+        gobj.inc(RX_MSGS);
         ByteBuf buf = Kw.gbuffer(kw);
         ObjectNode msg = null;
         try {
             msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
         } catch (IOException e) {
-            gobj.set(BAD_JSON, gobj.read(BAD_JSON) + 1);
+            gobj.inc(BAD_JSON);
         }
         if (msg != null) countId(msg);
         JsonNode temp = kw.get(Kw.TEMP);
@@ -129,11 +180,13 @@ public final class Sink implements GObjBehavior {
         if (gobj.readBool(ECHO) && buf != null && src != null) {
             ObjectNode back = Kw.withGbuffer(Kw.takeGbuffer(kw));
             if (temp != null) back.set(Kw.TEMP, temp);
-            if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.set(TX_MSGS, gobj.read(TX_MSGS) + 1);
+            if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.inc(TX_MSGS);
         }
         Kw.release(kw);
         return 0;
     }
+
+    // --- Local methods ---
 
     private void countId(ObjectNode msg) {
         JsonNode idNode = Kw.get(msg, gobj.read(ID_KEY));
@@ -155,8 +208,7 @@ public final class Sink implements GObjBehavior {
             gobj.set(IDS_OVERFLOW, true);
             seen = false;
         }
-        if (seen) gobj.set(DUPLICATES, gobj.read(DUPLICATES) + 1);
-        else gobj.set(DISTINCT, gobj.read(DISTINCT) + 1);
+        gobj.inc(seen ? DUPLICATES : DISTINCT_IDS);
     }
 
     private static long numericSuffix(String id, String prefix) {
@@ -171,41 +223,7 @@ public final class Sink implements GObjBehavior {
     }
 
     private void sendAck(ObjectNode md, JsonNode temp, GObj gate) {
-        if (InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0) gobj.set(ACKS, gobj.read(ACKS) + 1);
+        if (InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0) gobj.inc(ACKS_SENT);
         else Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
-    }
-
-    // --- Commands ---
-
-    private ObjectNode cmdCheckIds(String cmd, ObjectNode kw, GObj src) {
-        long from = kw.get("from").asLong();
-        long to = kw.get("to").asLong();
-        if (to < 0) to = maxNumeric;
-        if (from < 0 || to >= Integer.MAX_VALUE) return Envelope.error("from/to out of range");
-        long missing = 0;
-        long firstMissing = -1;
-        for (long i = from; i <= to; i++) {
-            if (!numericIds.get((int) i)) {
-                missing++;
-                if (firstMissing < 0) firstMissing = i;
-            }
-        }
-        ObjectNode d = Kw.create();
-        d.put("from", from);
-        d.put("to", to);
-        d.put("missing", missing);
-        d.put("first_missing", firstMissing);
-        d.put("distinct_ids", gobj.read(DISTINCT));
-        d.put("duplicates", gobj.read(DUPLICATES));
-        return Envelope.ok(missing == 0 ? "all ids arrived" : missing + " ids missing", d);
-    }
-
-    private ObjectNode cmdResetIds(String cmd, ObjectNode kw, GObj src) {
-        numericIds = new BitSet();
-        otherIds = new HashSet<>();
-        maxNumeric = -1;
-        for (Attr<Long> a : List.of(RX_MSGS, TX_MSGS, DISTINCT, DUPLICATES, ACKS, BAD_JSON)) gobj.set(a, 0L);
-        gobj.set(IDS_OVERFLOW, false);
-        return Envelope.ok("ids forgotten", null);
     }
 }

@@ -38,6 +38,7 @@ class SinkTest {
     }
 
     static final GClassSpec<FakeGate> GATE = GClassSpec.builder("C_IOGATE", FakeGate.class)
+            .description("test stand-in C_IOGATE (FakeGate)")
             .fsm(Fsm.<FakeGate>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeGate::acSend)
                     .publishes(Ev.EV_ON_MESSAGE).build())
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)

@@ -9,6 +9,8 @@ import io.gatehouse.api.AttrType;
 import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -103,19 +105,19 @@ public final class Tcp implements GObjBehavior {
             "Flush at once when this many messages were written since the last flush; 0 = end of batch only");
     static final Attr<Long> OUTPUT_THRESHOLD_BYTES = Attr.integer("output_threshold_bytes", 65536, AttrFlag.WR,
             "Flush at once when this many bytes were written since the last flush; 0 = end of batch only");
-    static final Attr<Long> TX_BYTES = Attr.integer("txBytes", 0, AttrFlag.RSTATS, "Bytes handed to the socket");
-    static final Attr<Long> RX_BYTES = Attr.integer("rxBytes", 0, AttrFlag.RSTATS, "Bytes read");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "EV_TX_DATA buffers handed to the socket");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Socket reads (EV_RX_DATA)");
+    static final Attr<Long> TX_BYTES = Attr.counter("txBytes", AttrFlag.RSTATS, "Bytes handed to the socket");
+    static final Attr<Long> RX_BYTES = Attr.counter("rxBytes", AttrFlag.RSTATS, "Bytes read");
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "EV_TX_DATA buffers handed to the socket");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Socket reads (EV_RX_DATA)");
     static final Attr<String> PEERNAME = Attr.string("peername", "", AttrFlag.VOLATILE | AttrFlag.STATS, "ip:port of the peer");
     static final Attr<String> SOCKNAME = Attr.string("sockname", "", AttrFlag.VOLATILE | AttrFlag.STATS, "Local ip:port");
-    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Connections established");
+    static final Attr<Long> CONNXS = Attr.counter("connxs", AttrFlag.STATS, "Connections established");
 
-    static final Attr<?>[] ATTRS = {CLISRV, URL, USE_SSL, CRYPTO, CONNECTED, SECURE_CONNECTED, SCHEMA,
-        NO_TX_READY_EVENT, MAX_TX_QUEUE, MAX_TX_BYTES, TX_OVERFLOW, CUR_TX_QUEUE, RX_BUFFER_SIZE,
-        TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_INACTIVITY, TIMEOUT_CONNECT,
-        INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, OUTPUT_THRESHOLD_MSGS, OUTPUT_THRESHOLD_BYTES,
-        TX_BYTES, RX_BYTES, TX_MSGS, RX_MSGS, PEERNAME, SOCKNAME, CONNXS};
+    // --- Trace levels ---
+
+    static final String TRACE_CONNECTIONS = "connections";
+    static final String TRACE_TRAFFIC = "traffic";
+    static final String TRACE_TLS = "tls";
 
     // --- FSM ---
 
@@ -161,6 +163,26 @@ public final class Tcp implements GObjBehavior {
         .publishes(Ev.EV_CONNECTED, Ev.EV_DISCONNECTED, Ev.EV_RX_DATA, Ev.EV_TX_READY, Ev.EV_STOPPED)
         .build();
 
+    // --- Spec ---
+
+    public static final GClassSpec<Tcp> SPEC = GClassSpec.builder(GClassNames.C_TCP, Tcp.class)
+            .description("TCP transport (client or server side of one connection), TLS optional")
+            .attrs(CLISRV, URL, USE_SSL, CRYPTO, CONNECTED, SECURE_CONNECTED, SCHEMA, NO_TX_READY_EVENT, MAX_TX_QUEUE,
+                    MAX_TX_BYTES, TX_OVERFLOW, CUR_TX_QUEUE, RX_BUFFER_SIZE, TIMEOUT_BETWEEN_CONNECTIONS,
+                    TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_INACTIVITY, TIMEOUT_CONNECT, INPUT_THRESHOLD_MSGS,
+                    INPUT_THRESHOLD_BYTES, OUTPUT_THRESHOLD_MSGS, OUTPUT_THRESHOLD_BYTES, TX_BYTES, RX_BYTES, TX_MSGS,
+                    RX_MSGS, PEERNAME, SOCKNAME, CONNXS)
+            .fsm(FSM)
+            .traceLevel(TRACE_CONNECTIONS, "Trace connections and disconnections, with the peer and the cause")
+            .traceLevel(TRACE_TRAFFIC, "Trace every socket read and write, with its size")
+            .traceLevel(TRACE_TLS, "Trace TLS handshakes that fail")
+            .manualStart()
+            .acceptUnusedYunetaKeys("ytls", "fd_clisrv", "fd_listen", "jwt", "cert_pem", "skip_cert_cn",
+                    "user_data", "user_data2")
+            .linkUp(CONNECTED)
+            .factory(Tcp::new)
+            .build();
+
     /** Error logs for discarded tx messages are said once every this many drops. */
     private static final int DROP_LOG_EVERY = 1000;
 
@@ -181,7 +203,8 @@ public final class Tcp implements GObjBehavior {
     private boolean everConnected;
     private boolean idleClose;
     private String lastCause = "";
-    private long lastActivityNs;
+    /** The last read or write, on the yuno's clock (ms), for the inactivity model. */
+    private long lastActivityMs;
     private int connectGen;
     // tx
     private final ArrayDeque<ByteBuf> txQueue = new ArrayDeque<>();
@@ -192,17 +215,6 @@ public final class Tcp implements GObjBehavior {
     private long unflushedBytes;
     private long dropped;
     private final Runnable flushTask = this::flushNow;
-    // config read on the hot path, cached (refreshed on start and on writing)
-    private long inThrMsgs;
-    private long inThrBytes;
-    private long outThrMsgs;
-    private long outThrBytes;
-    private boolean inactivity;
-    // counters accumulated per batch and added to the attributes at the end of it
-    private long dTxMsgs;
-    private long dTxBytes;
-    private long dRxMsgs;
-    private long dRxBytes;
     // input threshold
     private final InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
@@ -220,7 +232,6 @@ public final class Tcp implements GObjBehavior {
             Glog.error(gobj, "tx_overflow unknown, the connection will be closed on overflow", "tx_overflow",
                     String.valueOf(gobj.read(TX_OVERFLOW)), "known", "close, drop_oldest");
         }
-        refreshConfig();
     }
 
     private static boolean knownOverflowPolicy(String p) {
@@ -229,7 +240,6 @@ public final class Tcp implements GObjBehavior {
 
     @Override
     public int onStart() {
-        refreshConfig();
         if (!gobj.inState(St.ST_STOPPED) && !gobj.inState(St.ST_DISCONNECTED)) {
             Glog.error(gobj, "Initial wrong tcp state", "state", gobj.state());
             return -1;
@@ -248,7 +258,7 @@ public final class Tcp implements GObjBehavior {
         try {
             url = Url.parse(u);
             gobj.set(SCHEMA, url.schema);
-            gobj.set(USE_SSL, url.secure);
+            gobj.setBool(USE_SSL, url.secure);
             if (!url.knownSchema) Glog.warn(gobj, "schema NOT supported, using tcp", "url", u);
         } catch (IllegalArgumentException e) {
             Glog.error(gobj, "Parsing url failed", "url", u, "error", e.getMessage());
@@ -292,17 +302,10 @@ public final class Tcp implements GObjBehavior {
     }
 
     @Override
-    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
-        syncCounters();
-        return null;
-    }
-
-    @Override
     public void onWriting(String attr) {
         if (attr.equals(TX_OVERFLOW.name()) && !knownOverflowPolicy(gobj.read(TX_OVERFLOW))) {
             throw new IllegalArgumentException("tx_overflow must be close or drop_oldest, not '" + gobj.read(TX_OVERFLOW) + "'");
         }
-        refreshConfig();
         if (ch != null && (attr.equals(INPUT_THRESHOLD_MSGS.name()) || attr.equals(INPUT_THRESHOLD_BYTES.name()))) {
             updateAutoRead();
         }
@@ -313,8 +316,8 @@ public final class Tcp implements GObjBehavior {
     void bindListener(TcpS l, SslContext serverCtx) {
         this.listener = l;
         this.sslCtx = serverCtx;
-        gobj.set(CLISRV, true);
-        gobj.set(USE_SSL, serverCtx != null);
+        gobj.setBool(CLISRV, true);
+        gobj.setBool(USE_SSL, serverCtx != null);
     }
 
     GObj gobj() {
@@ -371,13 +374,13 @@ public final class Tcp implements GObjBehavior {
         if (c != ch) return;
         if (failure != null) {
             lastCause = "TLS handshake failed: " + failure.getMessage();
-            if (gobj.isTraced("tls") || gobj.isTraced("connections")) {
+            if (gobj.isTraced(TRACE_TLS) || gobj.isTraced(TRACE_CONNECTIONS)) {
                 Glog.info(gobj, "TLS handshake failed", "error", String.valueOf(failure.getMessage()));
             }
             c.close();
             return;
         }
-        gobj.set(SECURE_CONNECTED, true);
+        gobj.setBool(SECURE_CONNECTED, true);
         setConnected(c);
     }
 
@@ -387,12 +390,13 @@ public final class Tcp implements GObjBehavior {
             return;
         }
         int n = buf.readableBytes();
-        dRxMsgs++;
-        dRxBytes += n;
-        if (inactivity) lastActivityNs = System.nanoTime();
+        gobj.inc(RX_MSGS);
+        gobj.add(RX_BYTES, n);
+        if (inactivity()) lastActivityMs = nowMs();
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "read", "bytes", n);
         ObjectNode kw = Kw.withGbuffer(buf);
-        if (inputThreshold.handedUp(n, inThrMsgs, inThrBytes)) {
-            kw.put("is_blocked", true);
+        if (inputThreshold.handedUp(n, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
+            kw.put(Kw.IS_BLOCKED, true);
             updateAutoRead();
         }
         gobj.publish(Ev.EV_RX_DATA, kw);
@@ -401,7 +405,6 @@ public final class Tcp implements GObjBehavior {
     void onReadComplete(Channel c) {
         if (c != ch) return;
         if (unflushedMsgs > 0) flushNow();
-        syncCounters();
     }
 
     void onWritabilityChanged(Channel c) {
@@ -428,7 +431,7 @@ public final class Tcp implements GObjBehavior {
     // --- Local methods ---
 
     private boolean inactivityModel() {
-        return inactivity && listener == null;
+        return inactivity() && listener == null;
     }
 
     // --- Called by WorkerLink (io_threads > 0), on the core loop ---
@@ -457,28 +460,13 @@ public final class Tcp implements GObjBehavior {
         if (l != null) l.discard();
     }
 
-    private void refreshConfig() {
-        inThrMsgs = gobj.readLong(INPUT_THRESHOLD_MSGS);
-        inThrBytes = gobj.readLong(INPUT_THRESHOLD_BYTES);
-        outThrMsgs = gobj.readLong(OUTPUT_THRESHOLD_MSGS);
-        outThrBytes = gobj.readLong(OUTPUT_THRESHOLD_BYTES);
-        inactivity = gobj.readLong(TIMEOUT_INACTIVITY) > 0;
+    /** The inactivity model is on: a client that closes after timeout_inactivity and reconnects on demand. */
+    private boolean inactivity() {
+        return gobj.readLong(TIMEOUT_INACTIVITY) > 0;
     }
 
-    /** Adds the batch's counts to the attributes (stats and view-attrs read the attributes). */
-    private void syncCounters() {
-        if (dTxMsgs != 0 || dTxBytes != 0) {
-            add(TX_MSGS, dTxMsgs);
-            add(TX_BYTES, dTxBytes);
-            dTxMsgs = 0;
-            dTxBytes = 0;
-        }
-        if (dRxMsgs != 0 || dRxBytes != 0) {
-            add(RX_MSGS, dRxMsgs);
-            add(RX_BYTES, dRxBytes);
-            dRxMsgs = 0;
-            dRxBytes = 0;
-        }
+    private long nowMs() {
+        return gobj.yuno().clock().monotonicMillis();
     }
 
     private void clearTimer() {
@@ -489,10 +477,6 @@ public final class Tcp implements GObjBehavior {
     private void setTimer(long ms) {
         timer.cancel();
         timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
-    }
-
-    private void add(Attr<Long> a, long n) {
-        gobj.set(a, gobj.readLong(a) + n);
     }
 
     private void updateAutoRead() {
@@ -600,7 +584,7 @@ public final class Tcp implements GObjBehavior {
         ch = null;
         dropLink();
         lastCause = cause == null ? "" : String.valueOf(cause.getMessage());
-        if (gobj.isTraced("connections")) {
+        if (gobj.isTraced(TRACE_CONNECTIONS)) {
             Glog.info(gobj, "Disconnected", "msg2", "Disconnected To", "url", gobj.read(URL), "cause", lastCause);
         } else {
             Glog.debug(gobj, "Connection failed", "url", gobj.read(URL), "cause", lastCause);
@@ -627,10 +611,10 @@ public final class Tcp implements GObjBehavior {
     }
 
     private void setConnected(Channel c) {
-        gobj.set(CONNECTED, true);
+        gobj.setBool(CONNECTED, true);
         gobj.set(PEERNAME, addr(c.remoteAddress()));
         gobj.set(SOCKNAME, addr(c.localAddress()));
-        add(CONNXS, 1);
+        gobj.inc(CONNXS);
         clearTimer();
         gobj.changeState(St.ST_CONNECTED);
         backoff = gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS);
@@ -638,22 +622,22 @@ public final class Tcp implements GObjBehavior {
         idleClose = false;
         connectedPublished = true;
         inputThreshold.reset();
-        if (gobj.isTraced("connections")) {
+        if (gobj.isTraced(TRACE_CONNECTIONS)) {
             Glog.info(gobj, "Connected", "msg2", listener == null ? "Connected To" : "Connected From",
                     "url", gobj.read(URL), "remote-addr", gobj.read(PEERNAME), "local-addr", gobj.read(SOCKNAME));
         } else {
             Glog.debug(gobj, "Connected", "url", gobj.read(URL), "remote-addr", gobj.read(PEERNAME));
         }
         ObjectNode kw = Kw.create();
-        kw.put("url", gobj.read(URL));
-        kw.put("peername", gobj.read(PEERNAME));
-        kw.put("sockname", gobj.read(SOCKNAME));
+        kw.put(Kw.URL, gobj.read(URL));
+        kw.put(Kw.PEERNAME, gobj.read(PEERNAME));
+        kw.put(Kw.SOCKNAME, gobj.read(SOCKNAME));
         gobj.publish(Ev.EV_CONNECTED, kw);
         if (gobj.isDestroyed() || c != ch) return;
         updateAutoRead();
         drainTxQueue();
         if (inactivityModel()) {
-            lastActivityNs = System.nanoTime();
+            lastActivityMs = nowMs();
             setTimer(gobj.readLong(TIMEOUT_INACTIVITY));
         }
     }
@@ -672,19 +656,19 @@ public final class Tcp implements GObjBehavior {
         unflushedMsgs = 0;
         unflushedBytes = 0;
         String peer = gobj.read(PEERNAME);
-        syncCounters();
         gobj.resetVolatiles();
-        if (gobj.isTraced("connections")) {
+        if (gobj.isTraced(TRACE_CONNECTIONS)) {
             Glog.info(gobj, "Disconnected", "msg2", listener == null ? "Disconnected To" : "Disconnected From",
                     "url", gobj.read(URL), "remote-addr", peer, "cause", lastCause);
         } else {
             Glog.debug(gobj, "Disconnected", "url", gobj.read(URL), "remote-addr", peer, "cause", lastCause);
         }
         if (listener != null) {
-            gobj.set(TX_BYTES, 0L);
-            gobj.set(RX_BYTES, 0L);
-            gobj.set(TX_MSGS, 0L);
-            gobj.set(RX_MSGS, 0L);
+            // A clisrv serves one connection after another: its counters are the current connection's.
+            gobj.setLong(TX_BYTES, 0);
+            gobj.setLong(RX_BYTES, 0);
+            gobj.setLong(TX_MSGS, 0);
+            gobj.setLong(RX_MSGS, 0);
         }
         gobj.changeState(gobj.isRunning() ? St.ST_DISCONNECTED : St.ST_STOPPED);
         if (published) {
@@ -739,24 +723,24 @@ public final class Tcp implements GObjBehavior {
         int n = buf.readableBytes();
         if (link == null) ch.write(buf, ch.voidPromise());
         else link.add(buf);
-        dTxMsgs++;
-        dTxBytes += n;
+        gobj.inc(TX_MSGS);
+        gobj.add(TX_BYTES, n);
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "write", "bytes", n);
         unflushedMsgs++;
         unflushedBytes += n;
-        long om = outThrMsgs;
-        long ob = outThrBytes;
+        long om = gobj.readLong(OUTPUT_THRESHOLD_MSGS);
+        long ob = gobj.readLong(OUTPUT_THRESHOLD_BYTES);
         if ((om > 0 && unflushedMsgs >= om) || (ob > 0 && unflushedBytes >= ob)) {
             flushNow();
         } else if (!flushScheduled) {
             flushScheduled = true;
             loop.execute(flushTask);
         }
-        if (inactivity) lastActivityNs = System.nanoTime();
+        if (inactivity()) lastActivityMs = nowMs();
     }
 
     private void flushNow() {
         flushScheduled = false;
-        syncCounters();
         if (unflushedMsgs == 0) return;
         unflushedMsgs = 0;
         unflushedBytes = 0;
@@ -800,7 +784,7 @@ public final class Tcp implements GObjBehavior {
         }
         txQueue.add(buf);
         txQueueBytes += n;
-        gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
+        gobj.setLong(CUR_TX_QUEUE, txQueue.size());
         return true;
     }
 
@@ -812,7 +796,7 @@ public final class Tcp implements GObjBehavior {
             txQueueBytes -= b.readableBytes();
             write(b);
         }
-        gobj.set(CUR_TX_QUEUE, (long) txQueue.size());
+        gobj.setLong(CUR_TX_QUEUE, txQueue.size());
         if (txQueue.isEmpty() && wasUnwritable && writable()) {
             wasUnwritable = false;
             if (!gobj.readBool(NO_TX_READY_EVENT)) gobj.publish(Ev.EV_TX_READY, Kw.create());
@@ -826,7 +810,7 @@ public final class Tcp implements GObjBehavior {
     private void discardTxQueue() {
         for (ByteBuf b; (b = txQueue.poll()) != null; ) b.release();
         txQueueBytes = 0;
-        gobj.set(CUR_TX_QUEUE, 0L);
+        gobj.setLong(CUR_TX_QUEUE, 0);
     }
 
     // --- Actions ---
@@ -896,7 +880,7 @@ public final class Tcp implements GObjBehavior {
         Kw.release(kw);
         long timeout = gobj.readLong(TIMEOUT_INACTIVITY);
         if (!inactivityModel()) return 0;
-        long idleMs = (System.nanoTime() - lastActivityNs) / 1_000_000L;
+        long idleMs = nowMs() - lastActivityMs;
         if (idleMs < timeout) {
             setTimer(timeout - idleMs);   // traffic since the timer was armed: wait the rest
             return 0;
@@ -938,7 +922,7 @@ public final class Tcp implements GObjBehavior {
 
     /** Lifts a pause and credits back processed reads ({@code msgs}, {@code bytes}; absent = everything). */
     private int acResumeInput(String event, ObjectNode kw, GObj src) {
-        inputThreshold.credit(kw, inThrMsgs, inThrBytes);
+        inputThreshold.credit(kw, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES));
         Kw.release(kw);
         pausedByUpper = false;
         updateAutoRead();

@@ -6,11 +6,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -77,10 +77,11 @@ public final class TcpS implements GObjBehavior {
     static final Attr<Long> MAX_CONNECTIONS = Attr.integer("max_connections", 1024, AttrFlag.WR,
             "Dynamic mode: most concurrent connections");
     static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Current connections");
-    static final Attr<Long> TCONNXS = Attr.integer("tconnxs", 0, AttrFlag.STATS, "Total connections accepted");
+    static final Attr<Long> TCONNXS = Attr.counter("tconnxs", 0, "Total connections accepted");
 
-    static final Attr<?>[] ATTRS = {URL, BACKLOG, CRYPTO, USE_SSL, LHOST, LPORT, CHILD_TREE_FILTER, CLISRV_KW,
-        CHANNEL_TEMPLATE, MAX_CONNECTIONS, CONNXS, TCONNXS};
+    // --- Trace levels ---
+
+    static final String TRACE_LISTEN = "listen";
 
     // --- FSM ---
 
@@ -92,13 +93,21 @@ public final class TcpS implements GObjBehavior {
             .ignore(Ev.EV_STOPPED)
         .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
-    static final CommandSpec<TcpS> CMD_RELOAD_CERTS = CommandSpec.of("reload-certs",
-            "Reload the TLS certificates from crypto", TcpS::cmdReloadCerts);
-    static final CommandSpec<TcpS> CMD_VIEW_CERT = CommandSpec.of("view-cert",
-            "The certificate this listener serves: subject, issuer, serial, validity, days_remaining, url",
-            TcpS::cmdViewCert);
+    public static final GClassSpec<TcpS> SPEC = GClassSpec.builder(GClassNames.C_TCP_S, TcpS.class)
+            .description("TCP/TLS listener: binds accepted connections to C_CHANNEL siblings (or creates them)")
+            .attrs(URL, BACKLOG, CRYPTO, USE_SSL, LHOST, LPORT, CHILD_TREE_FILTER, CLISRV_KW, CHANNEL_TEMPLATE,
+                    MAX_CONNECTIONS, CONNXS, TCONNXS)
+            .fsm(FSM)
+            .command("reload-certs", "Reload the TLS certificates from crypto", TcpS::cmdReloadCerts)
+            .command("view-cert", "The certificate this listener serves: subject, issuer, serial, validity,"
+                    + " days_remaining, url", TcpS::cmdViewCert)
+            .traceLevel(TRACE_LISTEN, "Log the listening url at info level (debug otherwise)")
+            .acceptUnusedYunetaKeys("shared", "use_dups", "only_allowed_ips", "trace_tls", "exitOnError",
+                    "user_data", "user_data2")
+            .factory(TcpS::new)
+            .build();
 
     private static final String NOT_TLS = "Listener is not TLS-enabled or not running";
     /** ACME clients (certbot) renew 30 days before expiry by default: fewer days left means a renewal was missed. */
@@ -142,7 +151,7 @@ public final class TcpS implements GObjBehavior {
             Glog.error(gobj, "Cannot Listen on port 0", "url", u);
             return -1;
         }
-        gobj.set(USE_SSL, url.secure);
+        gobj.setBool(USE_SSL, url.secure);
         sslCtx = null;
         servedCert = null;
         if (url.secure) {
@@ -209,7 +218,7 @@ public final class TcpS implements GObjBehavior {
                     }
                 });
         server = sb.register().channel();
-        if (gobj.isTraced("listen")) {
+        if (gobj.isTraced(TRACE_LISTEN)) {
             Glog.info(gobj, "Listening...", "url", u, "lPort", local.getPort());
         } else {
             Glog.debug(gobj, "Listening...", "url", u, "lPort", local.getPort());
@@ -353,7 +362,7 @@ public final class TcpS implements GObjBehavior {
     }
 
     private void onAccepted(Channel c) {
-        gobj.set(TCONNXS, gobj.readLong(TCONNXS) + 1);
+        gobj.inc(TCONNXS);
         if (server == null || !gobj.isRunning()) {
             c.close();
             return;
@@ -441,7 +450,7 @@ public final class TcpS implements GObjBehavior {
     }
 
     private void connxs(int d) {
-        gobj.set(CONNXS, Math.max(0, gobj.readLong(CONNXS) + d));
+        gobj.setLong(CONNXS, Math.max(0, gobj.readLong(CONNXS) + d));
     }
 
     // --- Called by clisrv C_TCP gobjs ---
@@ -483,13 +492,13 @@ public final class TcpS implements GObjBehavior {
 
     // --- Commands ---
 
-    private ObjectNode cmdReloadCerts(String command, ObjectNode kw, GObj src) {
+    private ObjectNode cmdReloadCerts(ObjectNode kw, GObj src) {
         if (!servingTls()) return Envelope.error(NOT_TLS);
         return reloadCerts() == null ? Envelope.ok("TLS certificates reloaded", null)
                 : Envelope.error("reload-certs FAILED (check logs)");
     }
 
-    private ObjectNode cmdViewCert(String command, ObjectNode kw, GObj src) {
+    private ObjectNode cmdViewCert(ObjectNode kw, GObj src) {
         if (!servingTls()) return Envelope.error(NOT_TLS);
         ObjectNode data = Tls.describe(servedCert, gobj.yuno().clock().epochMillis());
         data.put("url", gobj.read(URL));

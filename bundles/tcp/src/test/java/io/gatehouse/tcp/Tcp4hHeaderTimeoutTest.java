@@ -1,7 +1,7 @@
 package io.gatehouse.tcp;
 
 import io.gatehouse.api.Ev;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,7 +38,7 @@ class Tcp4hHeaderTimeoutTest {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null, "\"timeout_header\":300"))) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             // half a header, then silence: closed, with its peer in the log
@@ -102,7 +102,7 @@ class Tcp4hHeaderTimeoutTest {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, "\"timeout_header\":300"))) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             try (Socket slow = new Socket("127.0.0.1", port)) {
@@ -126,7 +126,7 @@ class Tcp4hHeaderTimeoutTest {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, null))) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             try (Socket s = new Socket("127.0.0.1", port)) {

@@ -9,7 +9,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -94,6 +94,7 @@ class TcpFlowControlTest {
         }
 
         static final GClassSpec<Slow> SPEC = GClassSpec.builder("C_SLOW", Slow.class)
+            .description("test stand-in C_SLOW (Slow)")
                 .fsm(Fsm.<Slow>builder()
                         .state(St.ST_IDLE)
                         .on(Ev.EV_ON_MESSAGE, Slow::acMessage)
@@ -156,6 +157,7 @@ class TcpFlowControlTest {
         }
 
         static final GClassSpec<RawSlow> SPEC = GClassSpec.builder("C_RAW_SLOW", RawSlow.class)
+            .description("test stand-in C_RAW_SLOW (RawSlow)")
                 .fsm(Fsm.<RawSlow>builder()
                         .state(St.ST_IDLE)
                         .on(Ev.EV_RX_DATA, RawSlow::acRx)
@@ -304,7 +306,7 @@ class TcpFlowControlTest {
     void shouldCloseWhenTheTxQueueOverflows(int io) throws Exception {
         try (ServerSocket ss = new ServerSocket(0); Support.Logs logs = new Support.Logs();
              YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10"), io)) {
-            Recorder rec = rt.recorder("rec");
+            Recorder rec = Recorder.create(rt, "rec");
             rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
             rt.start();
             rt.run(() -> rt.yuno().service("cli").start());
@@ -322,7 +324,7 @@ class TcpFlowControlTest {
     void shouldDropTheOldestWhenConfigured(int io) throws Exception {
         try (ServerSocket ss = new ServerSocket(0); Support.Logs logs = new Support.Logs();
              YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10,\"tx_overflow\":\"drop_oldest\""), io)) {
-            Recorder rec = rt.recorder("rec");
+            Recorder rec = Recorder.create(rt, "rec");
             rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
             rt.start();
             rt.run(() -> rt.yuno().service("cli").start());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -10,7 +11,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.api.Yuno;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -115,6 +116,7 @@ class TcpIoThreadsTest {
         }
 
         static final GClassSpec<SeqEcho> SPEC = GClassSpec.builder("C_SEQ_ECHO", SeqEcho.class)
+            .description("test stand-in C_SEQ_ECHO (SeqEcho)")
                 .fsm(Fsm.<SeqEcho>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_MESSAGE, SeqEcho::acMessage)
                         .on(Ev.EV_ON_OPEN, SeqEcho::acOther)
@@ -156,6 +158,7 @@ class TcpIoThreadsTest {
         }
 
         static final GClassSpec<SeqClient> SPEC = GClassSpec.builder("C_SEQ_CLIENT", SeqClient.class)
+            .description("test stand-in C_SEQ_CLIENT (SeqClient)")
                 .fsm(Fsm.<SeqClient>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, SeqClient::acOpen)
                         .on(Ev.EV_ON_MESSAGE, SeqClient::acMessage)
@@ -181,6 +184,7 @@ class TcpIoThreadsTest {
         }
 
         static final GClassSpec<CountSink> SPEC = GClassSpec.builder("C_COUNT_SINK", CountSink.class)
+            .description("test stand-in C_COUNT_SINK (CountSink)")
                 .fsm(Fsm.<CountSink>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_MESSAGE, CountSink::acMessage).ignore(Ev.EV_ON_OPEN).ignore(Ev.EV_ON_CLOSE).build())
                 .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
@@ -241,6 +245,7 @@ class TcpIoThreadsTest {
         }
 
         static final GClassSpec<ReadyProducer> SPEC = GClassSpec.builder("C_READY_PRODUCER", ReadyProducer.class)
+            .description("test stand-in C_READY_PRODUCER (ReadyProducer)")
                 .fsm(Fsm.<ReadyProducer>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, ReadyProducer::acOpen)
                         .on(Ev.EV_TX_READY, ReadyProducer::acTxReady)
@@ -363,7 +368,7 @@ class TcpIoThreadsTest {
                 + "{\"name\":\"listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\","
                 + "\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":[{\"gclass\":\"C_PROT_TCP4H\"}]}}}]}]}";
         try (YunoRuntime srv = Support.runtime(cfg, 2)) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             List<Socket> socks = new ArrayList<>();
@@ -406,7 +411,7 @@ class TcpIoThreadsTest {
     void shouldRecoverFromPeersThatVanishMidStream(int io) throws Exception {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, null), io)) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             GObj clisrv = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
@@ -479,7 +484,7 @@ class TcpIoThreadsTest {
             String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:"
                     + ss.getLocalPort() + "\",\"timeout_between_connections\":60000}}]}";
             try (YunoRuntime rt = Support.runtime(cfg, io)) {
-                Recorder rec = rt.recorder("rec");
+                Recorder rec = Recorder.create(rt, "rec");
                 rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
                 rt.start();
                 rt.run(() -> rt.yuno().service("cli").start());
@@ -555,7 +560,7 @@ class TcpIoThreadsTest {
         YunoRuntime cli = YunoRuntime.builder().name("clientside").ioThreads(2).gclass(Support.specs())
                 .config(Support.clientConfig(port, null)).build();
         try {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             cli.start();

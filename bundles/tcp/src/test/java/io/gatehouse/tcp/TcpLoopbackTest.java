@@ -7,7 +7,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -55,10 +55,10 @@ class TcpLoopbackTest {
         int port = Support.freePort();
         try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null, null), io);
              YunoRuntime cli = Support.runtime(clientConfig(port, null), io)) {
-            Recorder srec = srv.recorder("rec");
+            Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
-            Recorder crec = cli.recorder("rec");
+            Recorder crec = Recorder.create(cli, "rec");
             cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
             cli.start();
 
@@ -105,7 +105,7 @@ class TcpLoopbackTest {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, "\"max_pkt_size\":1024,\"timeout_payload\":300"), io)) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             try (Socket s = new Socket("127.0.0.1", port)) {
@@ -199,7 +199,7 @@ class TcpLoopbackTest {
         String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
                 + "\",\"timeout_between_connections\":100,\"timeout_between_connections_max\":800}}]}";
         try (Support.Logs logs = new Support.Logs(); YunoRuntime rt = Support.runtime(cfg, io)) {
-            Recorder rec = rt.recorder("rec");
+            Recorder rec = Recorder.create(rt, "rec");
             rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
             rt.start();
             rt.run(() -> rt.yuno().service("cli").start());
@@ -234,7 +234,7 @@ class TcpLoopbackTest {
             String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
                     + "\",\"timeout_inactivity\":300,\"timeout_between_connections\":100}}]}";
             try (YunoRuntime rt = Support.runtime(cfg, io)) {
-                Recorder rec = rt.recorder("rec");
+                Recorder rec = Recorder.create(rt, "rec");
                 rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
                 rt.start();
                 rt.run(() -> rt.yuno().service("cli").start());
@@ -264,7 +264,7 @@ class TcpLoopbackTest {
         String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
                 + "\",\"timeout_inactivity\":5000,\"timeout_between_connections\":100}}]}";
         try (Support.Logs logs = new Support.Logs(); YunoRuntime rt = Support.runtime(cfg, io)) {
-            Recorder rec = rt.recorder("rec");
+            Recorder rec = Recorder.create(rt, "rec");
             rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
             rt.start();
             rt.run(() -> rt.yuno().service("cli").start());
@@ -311,7 +311,7 @@ class TcpLoopbackTest {
     void shouldBindOneConnectionPerChannelAndServeTheNextWhenOneFrees(int io) throws Exception {
         int port = Support.freePort();
         try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null, null), io)) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             Socket a = new Socket("127.0.0.1", port);
@@ -343,7 +343,7 @@ class TcpLoopbackTest {
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1,
                      "\"child_tree_filter\":{\"kw\":{\"__gclass_name__\":\"C_CHANNEL\"}}", null))) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             try (Socket a = new Socket("127.0.0.1", port); Socket b = new Socket("127.0.0.1", port)) {
@@ -365,7 +365,7 @@ class TcpLoopbackTest {
         String cfg = "{\"services\":[{\"name\":\"in\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
                 + "{\"name\":\"listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\"," + tmpl + "}}]}]}";
         try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(cfg, io)) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             List<Socket> socks = new ArrayList<>();
@@ -441,7 +441,7 @@ class TcpLoopbackTest {
         String srvCfg = Support.serverConfig(port, 1, null, null).replace("tcp://127.0.0.1:", "tcp://[::1]:");
         try (YunoRuntime srv = Support.runtime(srvCfg);
              YunoRuntime cli = Support.runtime(clientConfig(port, null).replace("tcp://127.0.0.1:", "tcp://[::1]:"))) {
-            Recorder rec = srv.recorder("rec");
+            Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             cli.start();

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -153,7 +154,7 @@ class TcpSCertsTest {
         Path keyFile = Files.writeString(dir.resolve("second.key"), second.keyPem);
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
-            Recorder srec = srv.recorder("rec");
+            Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
             try (SSLSocket before = connect(port)) {

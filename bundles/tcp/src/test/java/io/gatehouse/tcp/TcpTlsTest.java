@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.BeforeAll;
@@ -56,10 +57,10 @@ class TcpTlsTest {
     void shouldRoundTripOverTls(int io) throws Exception {
         int port = Support.freePort();
         try (YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem), io)) {
-            Recorder srec = srv.recorder("rec");
+            Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
-            Recorder crec = cli.recorder("rec");
+            Recorder crec = Recorder.create(cli, "rec");
             cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
             cli.start();
             assertNotNull(crec.await(Ev.EV_ON_OPEN, 10000));
@@ -83,10 +84,10 @@ class TcpTlsTest {
         int port = Support.freePort();
         try (Support.Logs logs = new Support.Logs();
              YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, other.certPem), io)) {
-            Recorder srec = srv.recorder("rec");
+            Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
-            Recorder crec = cli.recorder("rec");
+            Recorder crec = Recorder.create(cli, "rec");
             cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
             cli.start();
             Thread.sleep(1500);

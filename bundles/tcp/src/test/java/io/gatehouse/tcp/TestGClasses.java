@@ -39,6 +39,7 @@ final class TestGClasses {
         }
 
         static final GClassSpec<Channel> SPEC = GClassSpec.builder("C_CHANNEL", Channel.class)
+            .description("test stand-in C_CHANNEL (Channel)")
                 .fsm(Fsm.<Channel>builder()
                         .state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, Channel::up)
@@ -81,6 +82,7 @@ final class TestGClasses {
         }
 
         static final GClassSpec<Gate> SPEC = GClassSpec.builder("C_TEST_GATE", Gate.class)
+            .description("test stand-in C_TEST_GATE (Gate)")
                 .fsm(Fsm.<Gate>builder()
                         .state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, Gate::up)

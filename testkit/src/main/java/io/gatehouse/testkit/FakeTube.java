@@ -1,9 +1,9 @@
-package io.gatehouse.channel;
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.testkit;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -27,7 +27,7 @@ public final class FakeTube implements GObjBehavior {
     public static final String GCLASS = "C_FAKE_TUBE";
     public static final String GCLASS_TX_ONLY = "C_FAKE_TRANSPORT";
 
-    static final Attr<Long> TX_BYTES = Attr.integer("txBytes", 0, AttrFlag.RSTATS, "bytes sent");
+    static final Attr<Long> TX_BYTES = Attr.counter("txBytes", AttrFlag.RSTATS, "bytes sent");
     static final Attr<String> PEERNAME = Attr.string("peername", "", AttrFlag.RD | AttrFlag.STATS, "peer");
     static final Attr<String> SOCKNAME = Attr.string("sockname", "", AttrFlag.RD | AttrFlag.STATS, "sock");
 
@@ -45,6 +45,7 @@ public final class FakeTube implements GObjBehavior {
     }
 
     public static final GClassSpec<FakeTube> SPEC = GClassSpec.builder(GCLASS, FakeTube.class)
+            .description("A protocol stand-in: records what is sent down, publishes what a test tells it to")
             .attrs(TX_BYTES, PEERNAME, SOCKNAME)
             .fsm(Fsm.<FakeTube>builder().state(St.ST_IDLE)
                     .on(Ev.EV_SEND_MESSAGE, FakeTube::acSend)
@@ -52,12 +53,12 @@ public final class FakeTube implements GObjBehavior {
                     .on("EV_MY_IEV", FakeTube::acSend)
                     .on(Ev.EV_RESUME_INPUT, FakeTube::acSend)
                     .build())
-            .commands(CommandSpec.of("ping", "answers pong", (FakeTube self, String c, ObjectNode kw, GObj src) ->
-                    Envelope.ok("pong " + self.gobj.name(), null)))
+            .command("ping", "answers pong", FakeTube::cmdPing)
             .factory(FakeTube::new)
             .build();
 
     public static final GClassSpec<FakeTube> SPEC_TX_ONLY = GClassSpec.builder(GCLASS_TX_ONLY, FakeTube.class)
+            .description("A bare transport stand-in: takes EV_TX_DATA only")
             .attrs(TX_BYTES, PEERNAME, SOCKNAME)
             .fsm(Fsm.<FakeTube>builder().state(St.ST_IDLE)
                     .on(Ev.EV_TX_DATA, FakeTube::acSend)
@@ -79,11 +80,15 @@ public final class FakeTube implements GObjBehavior {
         String payload = null;
         if (b != null) {
             payload = b.readCharSequence(b.readableBytes(), StandardCharsets.UTF_8).toString();   // read out
-            gobj.set(TX_BYTES, gobj.read(TX_BYTES) + payload.length());
+            gobj.add(TX_BYTES, payload.length());
             b.release();
         }
         sent.add(new Sent(event, payload, Kw.withoutRefs(kw)));
         return 0;
+    }
+
+    private ObjectNode cmdPing(ObjectNode kw, GObj src) {
+        return Envelope.ok("pong " + gobj.name(), null);
     }
 
     private int acDrop(String event, ObjectNode kw, GObj src) {
@@ -97,8 +102,8 @@ public final class FakeTube implements GObjBehavior {
 
     public int open() {
         ObjectNode kw = Kw.create();
-        kw.put("peername", gobj.read(PEERNAME));
-        kw.put("sockname", gobj.read(SOCKNAME));
+        kw.put(Kw.PEERNAME, gobj.read(PEERNAME));
+        kw.put(Kw.SOCKNAME, gobj.read(SOCKNAME));
         return gobj.publish(Ev.EV_ON_OPEN, kw);
     }
 

@@ -1,4 +1,5 @@
-package io.gatehouse.core;
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.testkit;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
@@ -8,6 +9,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.core.YunoRuntime;
 import io.netty.buffer.ByteBuf;
 
 import java.lang.reflect.Field;
@@ -49,7 +51,7 @@ public final class Recorder implements GObjBehavior {
         }
     }
 
-    static final GClassSpec<Recorder> SPEC = buildSpec();
+    public static final GClassSpec<Recorder> SPEC = buildSpec();
 
     private static GClassSpec<Recorder> buildSpec() {
         Fsm.StateBuilder<Recorder> st = Fsm.<Recorder>builder().state(St.ST_IDLE);
@@ -77,9 +79,13 @@ public final class Recorder implements GObjBehavior {
         this.gobj = gobj;
     }
 
-    static Recorder create(YunoImpl yuno, String name) {
-        GObj g = yuno.root().createVolatileChild(name, GCLASS, null);
-        return (Recorder) g.behavior();
+    /**
+     * A recorder gobj under the yuno's root, to subscribe to what a test wants to see. The gclass is registered
+     * the first time (a config may also name it, when the runtime was built with {@link #SPEC}).
+     */
+    public static Recorder create(YunoRuntime rt, String name) {
+        if (rt.yuno().gclass(GCLASS) == null) rt.gclassArrived(SPEC);
+        return rt.call(() -> (Recorder) rt.yuno().root().createVolatileChild(name, GCLASS, null).behavior());
     }
 
     public GObj gobj() {

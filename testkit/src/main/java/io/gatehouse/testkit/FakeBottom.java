@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.qiogate;
+package io.gatehouse.testkit;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.tcp;
+package io.gatehouse.testkit;
 
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -14,10 +14,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** A self-signed EC certificate for localhost/127.0.0.1, made at test time with the JDK's keytool. */
-final class TestCerts {
-    final String certPem;
-    final String keyPem;
-    final X509Certificate cert;
+public final class TestCerts {
+    public final String certPem;
+    public final String keyPem;
+    public final X509Certificate cert;
 
     private TestCerts(String certPem, String keyPem, X509Certificate cert) {
         this.certPem = certPem;
@@ -25,12 +25,12 @@ final class TestCerts {
         this.cert = cert;
     }
 
-    static TestCerts generate(String cn) throws Exception {
+    public static TestCerts generate(String cn) throws Exception {
         return generate(cn, null, 2);
     }
 
     /** {@code startDate} in keytool's syntax ("-10d": ten days ago), null for now. */
-    static TestCerts generate(String cn, String startDate, int validityDays) throws Exception {
+    public static TestCerts generate(String cn, String startDate, int validityDays) throws Exception {
         Path dir = Files.createTempDirectory("gatehouse-tls");
         Path ks = dir.resolve("ks.p12");
         String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
