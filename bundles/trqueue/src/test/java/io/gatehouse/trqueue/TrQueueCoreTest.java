@@ -111,14 +111,14 @@ class TrQueueCoreTest {
 
     @Test
     void tmFromTkey() {
-        assertEquals(946684800L, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", 0));
-        assertEquals(946684800000L, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", TrQueue.SF_TM_MS));
-        assertEquals(0, TrQueueImpl.tmOf(kw("tm", "not a date"), "tm", 0));
-        assertEquals(0, TrQueueImpl.tmOf(Kw.create(), "tm", 0));
+        assertEquals(946684800L, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", 0));
+        assertEquals(946684800000L, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", TrQueue.SF_TM_MS));
+        assertEquals(0, RecordJson.tmOf(kw("tm", "not a date"), "tm", 0));
+        assertEquals(0, RecordJson.tmOf(Kw.create(), "tm", 0));
         ObjectNode b = Kw.create();
         b.put("tm", true);
-        assertEquals(0, TrQueueImpl.tmOf(b, "tm", 0));
-        assertEquals(0, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "", 0));
+        assertEquals(0, RecordJson.tmOf(b, "tm", 0));
+        assertEquals(0, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "", 0));
     }
 
     static ObjectNode kw(String k, String v) {
