@@ -59,7 +59,7 @@ class PowerLossTest {
     }
 
     @Test
-    void everyCutOfTheLastRecords() throws Exception {
+    void shouldKeepEveryCompleteRecordWhenTheFileIsCutAtAnyByte() throws Exception {
         final int n = 40;
         final int last = 6;
         Path src = dir.resolve("src");

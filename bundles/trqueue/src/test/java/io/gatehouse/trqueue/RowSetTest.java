@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 class RowSetTest {
     @Test
-    void behavesLikeASortedSet() {
+    void shouldBehaveLikeASortedSetWhenOperatedAtRandom() {
         Random rnd = new Random(7);
         RowSet s = new RowSet();
         TreeSet<Long> ref = new TreeSet<>();
