@@ -21,8 +21,9 @@ import java.util.function.Supplier;
  * ALWAYS the append forces them itself; with NONE nothing is forced. Each commit moves the durable mark and tells
  * the {@link DurableListener}s, whose calls are coalesced.
  *
- * <p>The lock here keeps the flusher off the topic's files while the queue forces, swaps, backs up or closes them
- * ({@link #exclusive}). Everything else runs on the queue's owner thread.
+ * <p>{@link #flushTick} runs on the flusher thread and the listeners on their executors; everything else runs on
+ * the queue's owner thread, which takes the flusher's lock through {@link #exclusive} when it swaps, backs up or
+ * closes the topic.
  */
 final class GroupCommit {
     /** Runs {@code tick} every {@code intervalMs} on the flusher thread. */
@@ -34,6 +35,7 @@ final class GroupCommit {
     private final FsyncPolicy policy;
     /** The queue's topic, read under the lock: null while the queue has none, and after it closed. */
     private final Supplier<Topic> topic;
+    /** Guards the topic's files against the flusher while they are forced, swapped, backed up or closed. */
     private final Object lock = new Object();
     private ScheduledFuture<?> flushTask;
     /** Flag stores written (acks): a commit forces again when they moved, even without a new row. */
@@ -44,14 +46,7 @@ final class GroupCommit {
     private final List<CoalescedListener> listeners = new CopyOnWriteArrayList<>();
 
     /** The highest durable rowid, and the generation it belongs to. */
-    private static final class DurableMark {
-        final long generation;
-        final long rowid;
-
-        DurableMark(long generation, long rowid) {
-            this.generation = generation;
-            this.rowid = rowid;
-        }
+    private record DurableMark(long generation, long rowid) {
     }
 
     /** A listener and its executor: at most one call waits on the executor, and it reads the mark when it runs. */
@@ -71,7 +66,7 @@ final class GroupCommit {
                 executor.execute(() -> {
                     scheduled.set(false);
                     DurableMark d = durable;
-                    listener.durable(d.generation, d.rowid);
+                    listener.durable(d.generation(), d.rowid());
                 });
             } catch (RejectedExecutionException e) {
                 scheduled.set(false);
@@ -145,7 +140,7 @@ final class GroupCommit {
     /** The durable rowid of {@code generation}; 0 when the mark belongs to another one. */
     long durableRowid(long generation) {
         DurableMark d = durable;
-        return d.generation == generation ? d.rowid : 0;
+        return d.generation() == generation ? d.rowid() : 0;
     }
 
     void onDurable(DurableListener listener, Executor executor) {
@@ -172,7 +167,7 @@ final class GroupCommit {
             target = tp.lastRowid;
             long a = acks;
             DurableMark d = durable;
-            if (d.generation == tp.generation && target == d.rowid && a == acksForced) return;
+            if (d.generation() == tp.generation && target == d.rowid() && a == acksForced) return;
             try {
                 tp.forceAll();
                 fsyncErrorSaid = false;

@@ -65,6 +65,29 @@ class GroupCommitTest {
         return commit(FsyncPolicy.INTERVAL, Runnable::run);
     }
 
+    /** An INTERVAL commit whose first tick covered one appended row. */
+    GroupCommit committedOneRow() throws IOException {
+        GroupCommit c = interval();
+        append();
+        c.flushTick();
+        return c;
+    }
+
+    /** Runs one tick of the flusher; answers whether it forced anything. */
+    boolean tickForced(GroupCommit c) {
+        int before = ops.forces.get();
+        c.flushTick();
+        return ops.forces.get() > before;
+    }
+
+    /** Appends one row and tells {@code c}, as the queue's append does; answers whether that forced anything. */
+    boolean appendForced(GroupCommit c) throws IOException {
+        long rowid = append();
+        int before = ops.forces.get();
+        c.appended(tp, 7, rowid);
+        return ops.forces.get() > before;
+    }
+
     long append() throws IOException {
         return tp.append(1, 0, TrQueue.MSG_PENDING, PAYLOAD, PAYLOAD.length);
     }
@@ -76,34 +99,24 @@ class GroupCommitTest {
         append();
         long last = append();
         assertEquals(0, c.durableRowid(7), "nothing is durable before a commit");
-        int before = ops.forces.get();
-        c.flushTick();
-        assertTrue(ops.forces.get() > before, "the segment was forced");
+        assertTrue(tickForced(c), "the segment was forced");
         assertEquals(last, c.durableRowid(7));
         assertEquals(List.of("7:3"), told);
     }
 
     @Test
     void shouldNotForceWhenNothingWasWrittenSinceTheLastCommit() throws Exception {
-        GroupCommit c = interval();
-        append();
-        c.flushTick();
-        int after = ops.forces.get();
-        c.flushTick();
-        c.flushTick();
-        assertEquals(after, ops.forces.get());
+        GroupCommit c = committedOneRow();
+        assertFalse(tickForced(c));
+        assertFalse(tickForced(c));
         assertEquals(List.of("7:1"), told);
     }
 
     @Test
     void shouldForceAgainWhenOnlyAFlagWasWritten() throws Exception {
-        GroupCommit c = interval();
-        append();
-        c.flushTick();
-        int after = ops.forces.get();
+        GroupCommit c = committedOneRow();
         c.flagWritten();
-        c.flushTick();
-        assertTrue(ops.forces.get() > after, "the ack is forced although no row was added");
+        assertTrue(tickForced(c), "the ack is forced although no row was added");
         assertEquals(List.of("7:1", "7:1"), told);
     }
 
@@ -184,10 +197,7 @@ class GroupCommitTest {
     @Test
     void shouldForceAndTellOnAppendWhenThePolicyIsAlways() throws Exception {
         GroupCommit c = commit(FsyncPolicy.ALWAYS, Runnable::run);
-        long rowid = append();
-        int before = ops.forces.get();
-        c.appended(tp, 7, rowid);
-        assertTrue(ops.forces.get() > before);
+        assertTrue(appendForced(c));
         assertEquals(List.of("7:1"), told);
         assertEquals(1, c.durableRowid(7));
     }
@@ -205,20 +215,14 @@ class GroupCommitTest {
     @Test
     void shouldTellWithoutForcingOnAppendWhenThePolicyIsNone() throws Exception {
         GroupCommit c = commit(FsyncPolicy.NONE, Runnable::run);
-        long rowid = append();
-        int before = ops.forces.get();
-        c.appended(tp, 7, rowid);
-        assertEquals(before, ops.forces.get());
+        assertFalse(appendForced(c));
         assertEquals(List.of("7:1"), told);
     }
 
     @Test
     void shouldLeaveTheAppendToTheFlusherWhenThePolicyIsInterval() throws Exception {
         GroupCommit c = interval();
-        long rowid = append();
-        int before = ops.forces.get();
-        c.appended(tp, 7, rowid);
-        assertEquals(before, ops.forces.get());
+        assertFalse(appendForced(c));
         assertEquals(0, c.durableRowid(7));
         assertEquals(List.of(), told);
     }
@@ -232,9 +236,7 @@ class GroupCommitTest {
         c.sync();
         assertEquals(2, c.durableRowid(7));
         assertEquals(List.of("7:2"), told);
-        int after = ops.forces.get();
-        c.flushTick();
-        assertEquals(after, ops.forces.get(), "the tick after a sync has nothing to force");
+        assertFalse(tickForced(c), "the tick after a sync has nothing to force");
     }
 
     @Test
@@ -244,9 +246,7 @@ class GroupCommitTest {
         c.flagWritten();
         c.forced(7, last);
         assertEquals(last, c.durableRowid(7));
-        int before = ops.forces.get();
-        c.flushTick();
-        assertEquals(before, ops.forces.get());
+        assertFalse(tickForced(c));
         assertEquals(List.of(), told, "a mark the queue sets tells no one");
     }
 
