@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -96,7 +97,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
             }
             Topic tp;
             try {
-                tp = Topic.open(ops, topicDir, topicName, opts.segmentSize(), opts.maxMessageSize());
+                tp = TopicRecovery.open(ops, topicDir, topicName, opts.segmentSize(), opts.maxMessageSize());
             } catch (TopicException e) {
                 Glog.error(null, e.getMessage(), "topic_name", topicName, "cause", e.causeText());
                 throw new TrQueueException(e.getMessage() + ": " + topicDir, e.getCause());
