@@ -2,7 +2,7 @@ package io.gatehouse.core;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.Attr;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 
@@ -14,7 +14,8 @@ import java.util.Map;
 
 /**
  * The numbers of a service, for the metrics endpoint and JMX: its stats data (as {@code stats-yuno} answers it)
- * flattened to numeric samples, plus {@code connections} (connected C_TCPs in its subtree). Booleans count as
+ * flattened to numeric samples, plus {@code connections}: the links that are up in its subtree (gobjs of a gclass
+ * that declares {@link io.gatehouse.api.GClassSpec#linkUp()}, whatever the gclass). Booleans count as
  * 0/1; strings and lists are left out. Nested dicts become labels: entries of {@code channels} get
  * {@code channel=NAME}, other dicts (the children of a C_MQIOGATE) {@code gobj=NAME}. Core thread only.
  */
@@ -81,11 +82,15 @@ final class ServiceMetrics {
     private static int connections(GObj g, int depth) {
         if (depth > 32) return 0;
         int n = 0;
-        if (GClassNames.C_TCP.equals(g.gclassName())) {
-            JsonNode c = g.readAttr("connected");
-            if (c != null && c.asBoolean()) n++;
-        }
+        Attr<Boolean> up = g.gclass().linkUp();
+        // A protocol over its transport (C_PROT_TCP4H over C_TCP) is one connection, not two.
+        if (up != null && g.readBool(up) && !bottomIsUpLink(g)) n++;
         for (GObj c : g.children()) n += connections(c, depth + 1);
         return n;
+    }
+
+    private static boolean bottomIsUpLink(GObj g) {
+        GObj b = g.bottom();
+        return b != null && b.gclass().linkUp() != null && b.readBool(b.gclass().linkUp());
     }
 }
