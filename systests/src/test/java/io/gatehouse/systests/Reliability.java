@@ -444,6 +444,8 @@ final class Reliability {
                         String ack = new String(buf, 0, len, StandardCharsets.US_ASCII);
                         int at = ack.indexOf("\"__msg_rowid__\":");
                         if (at < 0) continue;
+                        // A nack (result < 0: the gateway could not store it) is no ack: the message is sent again.
+                        if (ack.contains("\"result\":-")) continue;
                         int k = at + 16;
                         long rowid = 0;
                         while (k < len && Character.isDigit(ack.charAt(k))) rowid = rowid * 10 + (ack.charAt(k++) - '0');

@@ -36,7 +36,9 @@ import java.util.List;
  *   <li>any other output (a plain gate) gets the message as it came, and the ack goes up once the send was
  *       accepted.</li>
  * </ul>
- * A message the output refuses is not acked, so the producer sends it again. The relay names no other gclass.
+ * A message the output refuses (queue full, disk full, no output) is answered with a nack: the same ack with a
+ * negative {@code result}, which the queue protocol reads as "send it again later" and an ingest protocol turns
+ * into its own refusal (an MQTT 5 PUBACK reason code, an HTTP 503). The relay names no other gclass.
  *
  * <p>Gates are found by service name; the relay subscribes again when a gate is rebuilt (hot swap).
  */
@@ -53,8 +55,10 @@ public final class Relay implements GObjBehavior {
     static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received");
     static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages handed to the output");
     static final Attr<Long> ACKS_SENT = Attr.counter("acks_sent", AttrFlag.RSTATS, "Acks sent upstream");
+    static final Attr<Long> NACKS_SENT = Attr.counter("nacks_sent", AttrFlag.RSTATS,
+            "Nacks sent upstream for messages the output refused (the producer sends them again)");
     static final Attr<Long> REFUSED = Attr.counter("refused", AttrFlag.RSTATS,
-            "Messages the output refused (not acked, the producer resends)");
+            "Messages the output refused (nacked upstream, the producer resends)");
     static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS,
             "Messages for a durable output that were not a JSON object (dropped with an error)");
 
@@ -75,7 +79,7 @@ public final class Relay implements GObjBehavior {
 
     static final GClassSpec<Relay> SPEC = GClassSpec.builder(GClassNames.C_RELAY, Relay.class)
             .description("Forwards input gate messages to an output gate, acking upstream after durable enqueue")
-            .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, REFUSED, BAD_JSON)
+            .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, NACKS_SENT, REFUSED, BAD_JSON)
             .fsm(FSM)
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(Relay::new)
@@ -85,6 +89,9 @@ public final class Relay implements GObjBehavior {
     private static final String DURABLE_MD = "md";
     /** In the {@link Kw#DURABLE} dict: the input gate the message came through (a reference). */
     private static final String DURABLE_GATE = "gate";
+
+    /** The result of a nack for a refused message: negative, so the sender retries (Yuneta's queue protocol). */
+    static final int REFUSED_RESULT = -1;
 
     private static final byte[] MD_TRQ_BYTES = Kw.MD_TRQ.getBytes(StandardCharsets.US_ASCII);
 
@@ -141,6 +148,7 @@ public final class Relay implements GObjBehavior {
                 Glog.error(gobj, "Output gate NOT FOUND, messages not forwarded until it is back", "output", output);
             }
             gobj.inc(REFUSED);
+            nackUpstream(kw, src);
             Kw.release(kw);
             return -1;
         }
@@ -177,7 +185,12 @@ public final class Relay implements GObjBehavior {
             if (src != null) Kw.putRef(durable, DURABLE_GATE, src);
         }
         int r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
-        gobj.inc(r < 0 ? REFUSED : TX_MSGS);
+        if (r < 0) {
+            gobj.inc(REFUSED);
+            if (upstreamMd instanceof ObjectNode) answerUpstream((ObjectNode) upstreamMd, temp, src, REFUSED_RESULT);
+        } else {
+            gobj.inc(TX_MSGS);
+        }
         return r;
     }
 
@@ -197,10 +210,11 @@ public final class Relay implements GObjBehavior {
         int r = out.send(Ev.EV_SEND_MESSAGE, kw, gobj);
         if (r < 0) {
             gobj.inc(REFUSED);
+            if (md != null) answerUpstream(md, temp, src, REFUSED_RESULT);
             return r;
         }
         gobj.inc(TX_MSGS);
-        if (md != null) ackUpstream(md, temp, src);
+        if (md != null) answerUpstream(md, temp, src, 0);
         return 0;
     }
 
@@ -208,19 +222,34 @@ public final class Relay implements GObjBehavior {
     private int acOnDurable(String ev, ObjectNode kw, GObj src) {
         JsonNode md = kw.get(DURABLE_MD);
         if (md instanceof ObjectNode) {
-            ackUpstream((ObjectNode) md, kw.get(Kw.TEMP), Kw.ref(kw, DURABLE_GATE, GObj.class));
+            answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), Kw.ref(kw, DURABLE_GATE, GObj.class), 0);
         }
         return 0;
     }
 
-    /** Sends the ack back on the connection the message came from (its {@code __temp__}). */
-    private void ackUpstream(ObjectNode md, JsonNode temp, GObj inputGate) {
-        // The same answer as InputGates.ack(md, 0), without its copy: md is ours, taken out of the message this
-        // relay parsed, and it is acked once.
+    /** A message the relay cannot forward at all (no output): its producer gets a nack if it asked for an ack. */
+    private void nackUpstream(ObjectNode kw, GObj inputGate) {
+        ByteBuf buf = Kw.gbuffer(kw);
+        if (buf == null || !containsMdTrq(buf)) return;
+        try {
+            JsonNode md = Kw.parse(buf).get(Kw.MD_TRQ);
+            if (md instanceof ObjectNode) answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), inputGate, REFUSED_RESULT);
+        } catch (IOException notJson) {
+            // nothing to answer
+        }
+    }
+
+    /**
+     * Sends the ack ({@code result} 0) or the nack (negative) back on the connection the message came from (its
+     * {@code __temp__}).
+     */
+    private void answerUpstream(ObjectNode md, JsonNode temp, GObj inputGate, int result) {
+        // The same answer as InputGates.ack(md, result), without its copy: md is ours, taken out of the message
+        // this relay parsed, and it is answered once.
         ObjectNode ack = Kw.create();
-        ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, 0));
+        ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
         if (InputGates.reply(gobj, inputGate, ack, temp) == 0) {
-            gobj.inc(ACKS_SENT);
+            gobj.inc(result < 0 ? NACKS_SENT : ACKS_SENT);
         }
     }
 

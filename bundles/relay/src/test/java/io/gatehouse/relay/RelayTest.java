@@ -146,11 +146,14 @@ class RelayTest {
     }
 
     @Test
-    void shouldNotAckWhatTheQueueRefuses() {
+    void shouldNackWhatTheOutputRefuses() {
         start("C_SOME_DURABLE_OUTPUT");
         rt.run(() -> queue().refuse = true);
         receive("{\"id\": \"msg-2\", \"__md_trq__\": {\"__msg_rowid__\": 6, \"__msg_t__\": 9}}");
-        assertTrue(rt.call(() -> input().sent.isEmpty()));
+        List<ObjectNode> answers = rt.call(() -> input().sent);
+        assertEquals(1, answers.size(), "a nack, so the producer resends without waiting for its ack timeout");
+        assertTrue(answers.get(0).get("payload").asText().contains("\"result\":-1"), answers.toString());
+        assertEquals(1, rt.command("stats-yuno service=relay").get("data").get("nacks_sent").asInt());
         assertEquals(1, rt.command("stats-yuno service=relay").get("data").get("refused").asInt());
     }
 
