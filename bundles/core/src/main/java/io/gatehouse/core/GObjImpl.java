@@ -150,7 +150,7 @@ final class GObjImpl implements GObj {
             if (k.equals("subscriber")) continue;
             Attr<?> a = spec.attr(k);
             if (a == null) {
-                if (spec.unusedYunetaKeys().contains(k) || YunoImpl.GENERIC_UNUSED_KEYS.contains(k)) {
+                if (spec.unusedYunetaKeys().contains(k) || ConfigReader.GENERIC_UNUSED_KEYS.contains(k)) {
                     yuno.infoUnusedOnce(this, k);
                     continue;
                 }

@@ -141,7 +141,7 @@ final class YunoCommands {
 
     private ObjectNode listServices(ObjectNode kw) {
         ArrayNode out = F.arrayNode();
-        for (YunoImpl.ServiceNode sn : yuno.serviceNodes()) {
+        for (ServiceNode sn : yuno.serviceNodes()) {
             ObjectNode o = out.addObject();
             o.put("service", sn.name);
             o.put("gclass", Kw.getString(sn.node, "gclass", ""));

@@ -45,8 +45,8 @@ public final class YunoRuntime implements AutoCloseable {
     private volatile boolean closed;
 
     private YunoRuntime(Builder b) {
-        int io = b.ioThreads >= 0 ? b.ioThreads : YunoImpl.ioThreadsOf(b.config);
-        if (io > YunoImpl.MAX_IO_THREADS) throw new ConfigException("yuno", "'io_threads' must be at most " + YunoImpl.MAX_IO_THREADS);
+        int io = b.ioThreads >= 0 ? b.ioThreads : ConfigReader.ioThreadsOf(b.config);
+        if (io > ConfigReader.MAX_IO_THREADS) throw new ConfigException("yuno", "'io_threads' must be at most " + ConfigReader.MAX_IO_THREADS);
         Path data = b.dataDir;
         if (data == null) {
             try {
@@ -88,7 +88,7 @@ public final class YunoRuntime implements AutoCloseable {
 
     /** Parses config text (comments allowed); a syntax error names its line and column. */
     public static ObjectNode parseConfig(String json) {
-        return YunoImpl.parseConfig(json);
+        return ConfigReader.parseConfig(json);
     }
 
     /** Every gclass a config names, in its services, children and templates. */
@@ -96,7 +96,7 @@ public final class YunoRuntime implements AutoCloseable {
         Set<String> out = new java.util.TreeSet<>();
         var services = config.get("services");
         if (services != null && services.isArray()) {
-            for (var s : services) YunoImpl.gclassesOf(s, out);
+            for (var s : services) ConfigReader.gclassesOf(s, out);
         }
         return out;
     }
@@ -258,7 +258,7 @@ public final class YunoRuntime implements AutoCloseable {
 
         /** The config as JSON text (comments allowed); a syntax error names its line and column. */
         public Builder config(String json) {
-            this.config = YunoImpl.parseConfig(json);
+            this.config = ConfigReader.parseConfig(json);
             return this;
         }
 

@@ -2,7 +2,6 @@ package io.gatehouse.core.osgi;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;
-import io.gatehouse.api.GClass;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
@@ -15,9 +14,6 @@ import org.osgi.service.component.annotations.ConfigurationPolicy;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
-import org.osgi.service.component.annotations.ReferenceCardinality;
-import org.osgi.service.component.annotations.ReferencePolicy;
-import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,10 +70,23 @@ public class ConfiguredYuno {
     private volatile String failure;
     private boolean waitingLogged;
 
-    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
-            policyOption = ReferencePolicyOption.GREEDY)
-    void addGClass(GClass gclass) {
-        GClassSpec<?> spec = gclass.spec();
+    /** The framework's gclasses (one whiteboard for every yuno): its listener is {@link #gclasses}. */
+    @Reference
+    private GClassTracker tracker;
+
+    private final GClassTracker.Listener gclasses = new GClassTracker.Listener() {
+        @Override
+        public void gclassArrived(GClassSpec<?> spec) {
+            onGClassArrived(spec);
+        }
+
+        @Override
+        public void gclassLeft(String gclassName) {
+            onGClassLeft(gclassName);
+        }
+    };
+
+    private void onGClassArrived(GClassSpec<?> spec) {
         YunoRuntime rt;
         synchronized (this) {
             specs.put(spec.name(), spec);
@@ -91,8 +100,7 @@ public class ConfiguredYuno {
         }
     }
 
-    void removeGClass(GClass gclass) {
-        String gname = gclass.spec().name();
+    private void onGClassLeft(String gname) {
         YunoRuntime rt;
         synchronized (this) {
             specs.remove(gname);
@@ -115,6 +123,7 @@ public class ConfiguredYuno {
             } catch (ConfigException e) {
                 failure = "Bad config in " + pid + ": " + e.getMessage();
                 Glog.error(null, failure);
+                tracker.listen(gclasses);   // a corrected configuration (modified) starts it with them
                 return;
             }
             needed = YunoRuntime.gclassesNamedIn(tree);
@@ -124,6 +133,7 @@ public class ConfiguredYuno {
             dataDir = (d != null && !String.valueOf(d).isBlank() ? Paths.get(String.valueOf(d).trim())
                     : Paths.get(base == null || base.isEmpty() ? "data" : base, "yunos", name)).toAbsolutePath();
         }
+        tracker.listen(gclasses);   // tells the gclasses registered so far, each trying to start the yuno
         tryStart();
     }
 
@@ -165,6 +175,7 @@ public class ConfiguredYuno {
 
     @Deactivate
     void deactivate() {
+        tracker.unlisten(gclasses);
         YunoRuntime rt;
         ControlServer cs;
         synchronized (this) {

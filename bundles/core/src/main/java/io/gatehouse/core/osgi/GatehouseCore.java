@@ -2,7 +2,6 @@ package io.gatehouse.core.osgi;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;
-import io.gatehouse.api.GClass;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
@@ -21,9 +20,6 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
-import org.osgi.service.component.annotations.ReferenceCardinality;
-import org.osgi.service.component.annotations.ReferencePolicy;
-import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -82,10 +78,23 @@ public class GatehouseCore {
     private long graceMs;
     private volatile Thread graceTimer;
 
-    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
-            policyOption = ReferencePolicyOption.GREEDY)
-    void addGClass(GClass gclass) {
-        GClassSpec<?> spec = gclass.spec();
+    /** The framework's gclasses (one whiteboard for every yuno): its listener is {@link #gclasses}. */
+    @Reference
+    private GClassTracker tracker;
+
+    private final GClassTracker.Listener gclasses = new GClassTracker.Listener() {
+        @Override
+        public void gclassArrived(GClassSpec<?> spec) {
+            onGClassArrived(spec);
+        }
+
+        @Override
+        public void gclassLeft(String gclassName) {
+            onGClassLeft(gclassName);
+        }
+    };
+
+    private void onGClassArrived(GClassSpec<?> spec) {
         YunoRuntime rt;
         synchronized (this) {
             specs.put(spec.name(), spec);
@@ -99,8 +108,7 @@ public class GatehouseCore {
         }
     }
 
-    void removeGClass(GClass gclass) {
-        String name = gclass.spec().name();
+    private void onGClassLeft(String name) {
         YunoRuntime rt;
         synchronized (this) {
             specs.remove(name);
@@ -148,6 +156,7 @@ public class GatehouseCore {
         };
         ctx.addBundleListener(shutdownListener);
         if (ctx.getBundle(0).getState() == Bundle.ACTIVE) frameworkStarted();
+        tracker.listen(gclasses);   // tells the gclasses registered so far, each trying to start the yuno
         tryStartYuno();
     }
 
@@ -213,6 +222,7 @@ public class GatehouseCore {
 
     @Deactivate
     void deactivate() {
+        tracker.unlisten(gclasses);
         if (shutdownListener != null) {
             try {
                 context.removeBundleListener(shutdownListener);
@@ -355,7 +365,7 @@ public class GatehouseCore {
     }
 
     /** Registered gclass names. */
-    public synchronized List<String> gclassNames() {
-        return new ArrayList<>(specs.keySet());
+    public List<String> gclassNames() {
+        return tracker.gclassNames();
     }
 }
