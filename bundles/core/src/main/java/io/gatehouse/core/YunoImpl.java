@@ -391,35 +391,86 @@ final class YunoImpl implements Yuno {
         for (GObj c : root.children()) c.destroy();
     }
 
-    // --- Hot swap ---
+    // --- Hot swap and live upgrade ---
+
+    /** How long suspended gobjs wait for the new revision of their gclass before their services are rebuilt. */
+    private long upgradeGraceMs = DEFAULT_UPGRADE_GRACE_MS;
+    static final long DEFAULT_UPGRADE_GRACE_MS = 30_000;
+    /** Gclass names whose gobjs are suspended, waiting for a revision, with the timer that gives up. */
+    private final Map<String, io.gatehouse.api.Cancellable> suspendedGclasses = new LinkedHashMap<>();
+
+    void upgradeGraceMs(long ms) {
+        this.upgradeGraceMs = ms;
+    }
 
     /**
-     * A gclass went away: every service whose subtree holds a gobj of it is stopped and destroyed (the whole
-     * service, so gobjs that gclasses created at run time go too) and waits to be built again.
+     * The serving revision of some gclasses went away with none to take over (a {@code Bundle.update()} has begun,
+     * or the bundle stopped): their gobjs are suspended, not destroyed, so their connections stay open and their
+     * state stays in memory while the framework installs the new revision. New services that need these gclasses
+     * wait. If no revision comes within the grace period, the services holding these gobjs are rebuilt: destroyed
+     * now, built again when the gclass returns.
      */
-    List<String> gclassLeft(String gclassName) {
-        unregister(gclassName);
+    List<String> gclassesGone(java.util.Collection<String> names) {
         List<String> affected = new ArrayList<>();
-        for (ServiceNode sn : serviceNodes) {
-            if (sn.gobj == null) continue;
-            Set<String> live = new HashSet<>();
-            collectGclasses(sn.gobj, live);
-            if (!live.contains(gclassName)) continue;
-            Glog.info(null, "Service destroyed: its gclass left", "service", sn.name, "gclass", gclassName);
-            sn.gobj.destroy();
-            services.remove(sn.name);
-            sn.gobj = null;
-            sn.neededGclasses.addAll(live);
-            affected.add(sn.name);
+        for (String name : names) {
+            unregister(name);
+            int n = 0;
+            for (GObjImpl g : allGobjs()) {
+                if (g.gclassName().equals(name) && !g.isDestroyed()) {
+                    g.suspend();
+                    n++;
+                }
+            }
+            if (n == 0) continue;
+            affected.add(name);
+            io.gatehouse.api.Cancellable old = suspendedGclasses.remove(name);
+            if (old != null) old.cancel();
+            suspendedGclasses.put(name, timers.schedule(upgradeGraceMs, () -> giveUpWaiting(name)));
+            Glog.info(null, "Upgrade: gobjs suspended until the new revision of their gclass is there",
+                    "gclass", name, "gobjs", n, "grace_ms", upgradeGraceMs);
         }
         return affected;
     }
 
-    /** A gclass (re)appeared: build and start the services that were waiting for it. */
-    List<String> gclassArrived(GClassSpec<?> spec) {
-        register(spec);
-        List<String> rebuilt = new ArrayList<>();
-        if (!running) return rebuilt;
+    private void giveUpWaiting(String gclassName) {
+        if (suspendedGclasses.remove(gclassName) == null) return;
+        Set<String> services = new java.util.LinkedHashSet<>();
+        for (GObjImpl g : allGobjs()) {
+            if (g.gclassName().equals(gclassName) && g.isSuspended()) {
+                GObj s = Handover.serviceOf(g);
+                if (s != null) services.add(s.name());
+            }
+        }
+        Glog.warn(null, "Upgrade: no revision of the gclass came within the grace period, its services go down until"
+                + " it returns", "gclass", gclassName, "grace_ms", upgradeGraceMs, "services", services.toString());
+        for (ServiceNode sn : serviceNodes) {
+            if (sn.gobj == null || !services.contains(sn.name)) continue;
+            Set<String> live = new HashSet<>();
+            collectGclasses(sn.gobj, live);
+            destroyService(sn);
+            sn.neededGclasses.addAll(live);
+        }
+    }
+
+    /**
+     * A revision of some gclasses is serving now (several names come together when they share a bundle). Gobjs of
+     * those gclasses, running another revision or suspended waiting for one, are handed over to it in this task
+     * ({@link Handover}); services that were waiting for these gclasses are built and started.
+     */
+    Handover.Report gclassesArrived(List<GClassSpec<?>> specs) {
+        for (GClassSpec<?> spec : specs) {
+            register(spec);
+            io.gatehouse.api.Cancellable waiting = suspendedGclasses.remove(spec.name());
+            if (waiting != null) waiting.cancel();
+        }
+        Handover.Report report = Handover.run(this, specs);
+        if (report.migrated > 0 || !report.rebuilt.isEmpty()) {
+            Glog.info(null, "Upgrade: gobjs handed over to the new revision", "gclasses", report.gclasses.toString(),
+                    "gobjs", report.migrated, "rebuilt", report.rebuilt.keySet().toString(),
+                    "pause_ms", report.pauseMicros / 1000.0);
+        }
+        rebuildServices(report.rebuilt.keySet());
+        if (!running) return report;
         Map<String, Set<String>> missing = missingGclasses();
         for (ServiceNode sn : serviceNodes) {
             if (sn.gobj != null || missing.containsKey(sn.name)) continue;
@@ -427,13 +478,41 @@ final class YunoImpl implements Yuno {
                 buildService(sn);
                 resolveNamedSubscribers();
                 startService(sn);
-                rebuilt.add(sn.name);
-                Glog.info(null, "Service rebuilt", "service", sn.name, "gclass", spec.name());
+                Glog.info(null, "Service built", "service", sn.name, "gclasses", report.gclasses.toString());
             } catch (ConfigException e) {
-                Glog.error(null, "Service cannot be rebuilt", "service", sn.name, "error", e.getMessage());
+                Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
             }
         }
-        return rebuilt;
+        return report;
+    }
+
+    /** Destroys these services and builds them again from their config nodes (a hot swap's rebuild). */
+    void rebuildServices(Set<String> names) {
+        for (ServiceNode sn : serviceNodes) {
+            if (sn.gobj == null || !names.contains(sn.name)) continue;
+            destroyService(sn);
+            if (!missingGclasses().containsKey(sn.name)) {
+                try {
+                    buildService(sn);
+                    resolveNamedSubscribers();
+                    if (running) startService(sn);
+                } catch (ConfigException e) {
+                    Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
+                }
+            }
+        }
+    }
+
+    private void destroyService(ServiceNode sn) {
+        sn.gobj.stopTree();
+        sn.gobj.destroy();
+        if (services.get(sn.name) == sn.gobj) services.remove(sn.name);
+        sn.gobj = null;
+    }
+
+    /** Gclass names whose gobjs wait, suspended, for a revision. */
+    Set<String> suspendedGclasses() {
+        return new java.util.LinkedHashSet<>(suspendedGclasses.keySet());
     }
 
     private static void collectGclasses(GObj g, Set<String> out) {

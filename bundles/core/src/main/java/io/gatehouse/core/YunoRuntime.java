@@ -62,6 +62,7 @@ public final class YunoRuntime implements AutoCloseable {
         this.yuno = new YunoImpl(b.name, b.role, loop, ioGroup, io, b.clock, data.toAbsolutePath());
         for (GClassSpec<?> s : b.specs) yuno.register(s);
         b.extensions.forEach((k, v) -> yuno.putExtension(k, v));
+        yuno.upgradeGraceMs(b.upgradeGraceMs);
         try {
             if (b.config != null) {
                 call(() -> {
@@ -169,14 +170,34 @@ public final class YunoRuntime implements AutoCloseable {
         });
     }
 
-    /** Registers a gclass that arrived (hot swap): waiting services are built and started. */
-    public List<String> gclassArrived(GClassSpec<?> spec) {
-        return call(() -> yuno.gclassArrived(spec));
+    /** Registers a gclass that arrived: see {@link #gclassesArrived}. */
+    public ObjectNode gclassArrived(GClassSpec<?> spec) {
+        return gclassesArrived(List.of(spec));
     }
 
-    /** Unregisters a gclass that left (hot swap): services using it are destroyed until it comes back. */
-    public List<String> gclassLeft(String gclassName) {
-        return call(() -> yuno.gclassLeft(gclassName));
+    /**
+     * A revision of these gclasses serves from now on (names of one bundle come together). The gobjs of these
+     * gclasses, running another revision or suspended waiting for one, are handed over to it in one core-loop task
+     * (a live upgrade: connections and in-flight state kept); a gobj that cannot be handed over has its service
+     * rebuilt from its config. Services waiting for these gclasses are built and started. Answers the report:
+     * {@code gclasses}, {@code gobjs_migrated}, {@code rebuilt} (service and reason), {@code pause_ms}.
+     */
+    public ObjectNode gclassesArrived(List<GClassSpec<?>> specs) {
+        return call(() -> yuno.gclassesArrived(specs).toJson());
+    }
+
+    /**
+     * These gclasses have no serving revision any more (their bundle is being updated, or stopped): their gobjs are
+     * suspended (reads stopped, events held) until a revision arrives, and their services are rebuilt if none comes
+     * within the upgrade grace period. Answers the gclasses that had gobjs.
+     */
+    public List<String> gclassesGone(java.util.Collection<String> names) {
+        return call(() -> yuno.gclassesGone(names));
+    }
+
+    /** Gclass names whose gobjs are suspended, waiting for a revision. */
+    public Set<String> suspendedGclasses() {
+        return call(yuno::suspendedGclasses);
     }
 
     /**
@@ -223,6 +244,7 @@ public final class YunoRuntime implements AutoCloseable {
         private final Map<Class<?>, Object> extensions = new LinkedHashMap<>();
         private ObjectNode config;
         private int ioThreads = -1;
+        private long upgradeGraceMs = YunoImpl.DEFAULT_UPGRADE_GRACE_MS;
 
         public Builder name(String n) { this.name = n; return this; }
 
@@ -237,6 +259,16 @@ public final class YunoRuntime implements AutoCloseable {
         }
 
         public Builder role(String r) { this.role = r; return this; }
+
+        /**
+         * How long the gobjs of a gclass whose bundle is being updated wait, suspended, for its new revision before
+         * their services are rebuilt (default {@value YunoImpl#DEFAULT_UPGRADE_GRACE_MS} ms).
+         */
+        public Builder upgradeGraceMs(long ms) {
+            if (ms < 0) throw new IllegalArgumentException("upgrade grace must be >= 0 ms");
+            this.upgradeGraceMs = ms;
+            return this;
+        }
         public Builder dataDir(Path d) { this.dataDir = d; return this; }
         public Builder clock(GClock c) { this.clock = c; return this; }
 

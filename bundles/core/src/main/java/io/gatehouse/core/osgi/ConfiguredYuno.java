@@ -57,7 +57,6 @@ public class ConfiguredYuno {
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
-    private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
     private BundleContext context;
     private volatile YunoRuntime runtime;
     private ControlServer control;
@@ -70,47 +69,12 @@ public class ConfiguredYuno {
     private volatile String failure;
     private boolean waitingLogged;
 
-    /** The framework's gclasses (one whiteboard for every yuno): its listener is {@link #gclasses}. */
+    /** The framework's gclasses (one whiteboard for every yuno). */
     @Reference
     private GClassTracker tracker;
 
-    private final GClassTracker.Listener gclasses = new GClassTracker.Listener() {
-        @Override
-        public void gclassArrived(GClassSpec<?> spec) {
-            onGClassArrived(spec);
-        }
-
-        @Override
-        public void gclassLeft(String gclassName) {
-            onGClassLeft(gclassName);
-        }
-    };
-
-    private void onGClassArrived(GClassSpec<?> spec) {
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.put(spec.name(), spec);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> rebuilt = rt.gclassArrived(spec);
-            if (!rebuilt.isEmpty()) LOG.info("yuno {}: gclass {} arrived: services rebuilt {}", name, spec.name(), rebuilt);
-        } else {
-            tryStart();
-        }
-    }
-
-    private void onGClassLeft(String gname) {
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.remove(gname);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> down = rt.gclassLeft(gname);
-            if (!down.isEmpty()) LOG.info("yuno {}: gclass {} left: services destroyed until it returns {}", name, gname, down);
-        }
-    }
+    /** What this yuno hears of the tracker: the gclasses it builds from, and live upgrades while it runs. */
+    private final GClassFeed gclasses = new GClassFeed("Config Admin yuno", () -> runtime, this::tryStart);
 
     @Activate
     void activate(BundleContext ctx, Map<String, Object> properties) {
@@ -194,10 +158,10 @@ public class ConfiguredYuno {
 
     private synchronized void tryStart() {
         if (runtime != null || failure != null || context == null || tree == null) return;
-        if (!specs.keySet().containsAll(needed)) {
+        if (!gclasses.specs().keySet().containsAll(needed)) {
             if (!waitingLogged) {
                 List<String> missing = new ArrayList<>(needed);
-                missing.removeAll(specs.keySet());
+                missing.removeAll(gclasses.specs().keySet());
                 LOG.info("yuno {} ({}) waiting for gclasses {}", name, pid, missing);
                 waitingLogged = true;
             }
@@ -206,7 +170,8 @@ public class ConfiguredYuno {
         try {
             Files.createDirectories(dataDir);
             YunoRuntime rt = YunoRuntime.builder().name(name).dataDir(dataDir)
-                    .gclasses(new ArrayList<>(specs.values())).config(tree.deepCopy()).build();
+                    .gclasses(new ArrayList<>(gclasses.specs().values())).upgradeGraceMs(tracker.graceMs())
+                    .config(tree.deepCopy()).build();
             rt.start();
             runtime = rt;
             LOG.info("yuno {} running: configuration {}, data {}", name, pid, dataDir);

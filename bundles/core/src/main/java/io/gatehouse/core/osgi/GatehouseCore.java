@@ -64,7 +64,6 @@ public class GatehouseCore {
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
-    private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
     private BundleContext context;
     private FrameworkListener startListener;
     private SynchronousBundleListener shutdownListener;
@@ -78,47 +77,12 @@ public class GatehouseCore {
     private long graceMs;
     private volatile Thread graceTimer;
 
-    /** The framework's gclasses (one whiteboard for every yuno): its listener is {@link #gclasses}. */
+    /** The framework's gclasses (one whiteboard for every yuno). */
     @Reference
     private GClassTracker tracker;
 
-    private final GClassTracker.Listener gclasses = new GClassTracker.Listener() {
-        @Override
-        public void gclassArrived(GClassSpec<?> spec) {
-            onGClassArrived(spec);
-        }
-
-        @Override
-        public void gclassLeft(String gclassName) {
-            onGClassLeft(gclassName);
-        }
-    };
-
-    private void onGClassArrived(GClassSpec<?> spec) {
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.put(spec.name(), spec);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> rebuilt = rt.gclassArrived(spec);
-            if (!rebuilt.isEmpty()) LOG.info("gclass {} arrived: services rebuilt {}", spec.name(), rebuilt);
-        } else {
-            tryStartYuno();
-        }
-    }
-
-    private void onGClassLeft(String name) {
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.remove(name);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> down = rt.gclassLeft(name);
-            if (!down.isEmpty()) LOG.info("gclass {} left: services destroyed until it returns {}", name, down);
-        }
-    }
+    /** What this yuno hears of the tracker: the gclasses it builds from, and live upgrades while it runs. */
+    private final GClassFeed gclasses = new GClassFeed("yuno", () -> runtime, this::tryStartYuno);
 
     @Activate
     void activate(BundleContext ctx) {
@@ -183,7 +147,7 @@ public class GatehouseCore {
     private synchronized void giveUpWaiting() {
         if (runtime != null || failure != null || context == null) return;
         List<String> missing = new ArrayList<>(needed);
-        missing.removeAll(specs.keySet());
+        missing.removeAll(gclasses.specs().keySet());
         if (missing.isEmpty()) {
             tryStartYuno();
             return;
@@ -250,7 +214,7 @@ public class GatehouseCore {
 
     private synchronized void tryStartYuno() {
         if (runtime != null || failure != null || context == null) return;
-        if (!specs.keySet().containsAll(needed)) return;
+        if (!gclasses.specs().keySet().containsAll(needed)) return;
         String data = context.getProperty(PROP_DATA);
         String name = context.getProperty(PROP_YUNO_NAME);
         Path dataDir = Paths.get(data == null || data.isEmpty() ? "data" : data).toAbsolutePath();
@@ -259,7 +223,8 @@ public class GatehouseCore {
             YunoRuntime.Builder b = YunoRuntime.builder()
                     .name(name == null || name.isEmpty() ? yunoName() : name)
                     .dataDir(dataDir)
-                    .gclasses(new ArrayList<>(specs.values()));
+                    .gclasses(new ArrayList<>(gclasses.specs().values()))
+                    .upgradeGraceMs(tracker.graceMs());
             if (configTree != null) b.config(configTree.deepCopy());
             YunoRuntime rt = b.build();
             rt.start();
