@@ -142,6 +142,14 @@ final class YunoImpl implements Yuno {
         return gclasses;
     }
 
+    void addExternalCommand(String name, String description, YunoRuntime.ExternalCommand cmd) {
+        commands.addExternal(name, description, cmd);
+    }
+
+    YunoRuntime.ExternalCommand externalCommand(String name) {
+        return commands.external(name);
+    }
+
     @Override
     public ObjectNode command(String command, ObjectNode kw) {
         return commands.run(command, kw == null ? JsonNodeFactory.instance.objectNode() : kw);

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -129,12 +130,52 @@ public final class YunoRuntime implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             return Envelope.error(e.getMessage());
         }
-        return call(() -> yuno.command(cl.command, cl.kw));
+        return command(cl.command, cl.kw);
     }
 
-    /** Runs a command on the core thread and answers its envelope. */
+    /**
+     * Runs a command and answers its envelope: a yuno command on the core thread, an {@link #addCommand external}
+     * one on this thread, waited for.
+     */
     public ObjectNode command(String command, ObjectNode kw) {
-        return call(() -> yuno.command(command, kw == null ? JsonNodeFactory.instance.objectNode() : kw));
+        ObjectNode params = kw == null ? JsonNodeFactory.instance.objectNode() : kw;
+        ExternalCommand ext = yuno.externalCommand(command);
+        if (ext != null) {
+            if (yuno.inCoreThread()) return Envelope.error("command '" + command + "' cannot run on the core thread");
+            try {
+                return ext.run(params).get(EXTERNAL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException e) {
+                return Envelope.error("command '" + command + "' failed: " + e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Envelope.error("interrupted");
+            } catch (TimeoutException e) {
+                return Envelope.error("command '" + command + "' did not answer within " + EXTERNAL_TIMEOUT_MS + " ms");
+            }
+        }
+        return call(() -> yuno.command(command, params));
+    }
+
+    /**
+     * A command the container adds to the yuno (list-bundles, update-bundle): it runs off the core thread, because
+     * what it waits for (a bundle installed and started, a live upgrade done) needs the core loop free.
+     */
+    @FunctionalInterface
+    public interface ExternalCommand {
+        CompletableFuture<ObjectNode> run(ObjectNode kw);
+    }
+
+    /** Longest an external command may take when called through {@link #command}. */
+    static final long EXTERNAL_TIMEOUT_MS = 120_000;
+
+    /** Adds a command, listed by {@code help}, answered by {@code cmd} off the core thread. */
+    public void addCommand(String name, String description, ExternalCommand cmd) {
+        yuno.addExternalCommand(name, description, cmd);
+    }
+
+    /** The external command of that name, or null (the control endpoint runs it without blocking the loop). */
+    public ExternalCommand externalCommand(String name) {
+        return yuno.externalCommand(name);
     }
 
     /** Runs {@code task} on the core thread and waits for its result. */

@@ -24,6 +24,16 @@ final class GClassFeed implements GClassTracker.Listener {
     private final Supplier<YunoRuntime> runtime;
     private final Runnable tryStart;
     private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
+    /** Told of every upgrade report (update-bundle waits for its own). */
+    private final List<java.util.function.Consumer<ObjectNode>> reportWatchers = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    void watchReports(java.util.function.Consumer<ObjectNode> w) {
+        reportWatchers.add(w);
+    }
+
+    void unwatchReports(java.util.function.Consumer<ObjectNode> w) {
+        reportWatchers.remove(w);
+    }
 
     GClassFeed(String yunoLabel, Supplier<YunoRuntime> runtime, Runnable tryStart) {
         this.yunoLabel = yunoLabel;
@@ -50,6 +60,7 @@ final class GClassFeed implements GClassTracker.Listener {
         if (report.path("gobjs_migrated").asInt() > 0 || report.path("rebuilt").size() > 0) {
             LOG.info("{}: gclasses {} serve from a new revision: {}", yunoLabel, report.path("gclasses"), report);
         }
+        for (java.util.function.Consumer<ObjectNode> w : reportWatchers) w.accept(report);
     }
 
     @Override

@@ -326,6 +326,14 @@ public class GClassTracker {
         return out;
     }
 
+    /** The gclass specs each bundle registers, by bundle id (the spec a gobj runs tells its bundle). */
+    public synchronized Map<Long, List<GClassSpec<?>>> specsByBundle() {
+        Map<Long, List<GClassSpec<?>>> out = new LinkedHashMap<>();
+        revisions.values().forEach(list -> list.forEach(
+                r -> out.computeIfAbsent(r.bundleId, k -> new ArrayList<>()).add(r.spec)));
+        return out;
+    }
+
     static Revision revisionOf(GClassSpec<?> spec, ServiceReference<GClass> ref) {
         Bundle b = ref == null ? null : ref.getBundle();
         return new Revision(spec, b == null ? -1 : b.getBundleId(), b == null ? "" : String.valueOf(b.getSymbolicName()),

@@ -76,6 +76,7 @@ public class GatehouseCore {
     private java.util.Set<String> needed = java.util.Set.of();
     private long graceMs;
     private volatile Thread graceTimer;
+    private BundleCommands bundleCommands;
 
     /** The framework's gclasses (one whiteboard for every yuno). */
     @Reference
@@ -205,6 +206,7 @@ public class GatehouseCore {
         if (t != null) t.interrupt();
         YunoRuntime rt = runtime;
         runtime = null;
+        if (bundleCommands != null) bundleCommands.close();
         if (control != null) control.close();
         if (metrics != null) metrics.close();
         if (jmx != null) jmx.close();
@@ -232,6 +234,8 @@ public class GatehouseCore {
             LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), context.getProperty(PROP_CONFIG), dataDir);
             startControl(rt);
             startObservability(rt);
+            bundleCommands = new BundleCommands(context, tracker, gclasses, rt);
+            bundleCommands.register();
         } catch (ConfigException e) {
             fatal("Bad config: " + e.getMessage());
         } catch (Exception e) {
@@ -320,6 +324,13 @@ public class GatehouseCore {
         YunoRuntime rt = runtime;
         if (rt == null) return Envelope.error(failure != null ? failure : "no yuno running");
         return rt.command(line);
+    }
+
+    /** Runs a command with its parameters on the yuno and answers its envelope. */
+    public ObjectNode command(String command, ObjectNode kw) {
+        YunoRuntime rt = runtime;
+        if (rt == null) return Envelope.error(failure != null ? failure : "no yuno running");
+        return rt.command(command, kw);
     }
 
     /** Runs a command line on another hub, through the portals (this yuno when {@code hub} is empty or its name). */
