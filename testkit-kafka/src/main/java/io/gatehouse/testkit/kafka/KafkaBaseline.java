@@ -8,7 +8,9 @@ import java.util.List;
 
 /**
  * The Kafka baseline of docs/BENCHMARKS.md: a fresh broker, then ProducerPerformance rounds against it (acks=all,
- * idempotent, no throttle), each round on a topic of its own so no round pays for the previous one's segments.
+ * idempotent, no throttle), each round on a topic of its own so no round pays for the previous one's segments, then
+ * one round throttled to half the median rate for the latency (unthrottled, the tool's latency is the time records
+ * wait in the producer's full buffer).
  *
  * <pre>
  * java -cp "testkit-kafka/target/classes:$(cat testkit-kafka/target/testkit.classpath)" \
@@ -16,7 +18,8 @@ import java.util.List;
  *     [records=1000000] [recordSize=132] [rounds=3] [partitions=1] [dir]
  * </pre>
  *
- * Prints the broker's start time, one summary per round and the round with the median rate; the broker is stopped
+ * Prints the broker's start time, one summary per round, the round with the median rate and the throttled round;
+ * the broker is stopped
  * and its directory removed at the end. With a {@code dir} it must be empty or absent; without, a temporary one.
  */
 public final class KafkaBaseline {
@@ -43,8 +46,17 @@ public final class KafkaBaseline {
                 System.out.printf("round %d: %s%n", i, r);
             }
             System.out.println("command: " + results.get(0).command());
+            List<ProducerPerformanceRunner.Result> sorted = new ArrayList<>(results);
+            sorted.sort(Comparator.comparingDouble(ProducerPerformanceRunner.Result::recordsPerSec));
+            ProducerPerformanceRunner.Result median = sorted.get(sorted.size() / 2);
+            System.out.println("median: " + median);
+            long half = Math.max(1, (long) (median.recordsPerSec() / 2));
+            broker.createTopic("baseline-half", partitions);
+            ProducerPerformanceRunner.Result throttled =
+                new ProducerPerformanceRunner(broker.bootstrapServers(), "baseline-half").records(records)
+                    .recordSize(size).warmupRecords(records / 10).throughput(half)
+                    .run(dir.resolve("perf-half.log"));
+            System.out.println("at " + half + " records/s: " + throttled);
         }
-        results.sort(Comparator.comparingDouble(ProducerPerformanceRunner.Result::recordsPerSec));
-        System.out.println("median: " + results.get(results.size() / 2));
     }
 }

@@ -42,6 +42,7 @@ public final class ProducerPerformanceRunner {
     private long numRecords = 1_000_000;
     private int recordSize = 132;
     private long warmupRecords;
+    private long throughput = -1;
     private final Map<String, String> producerProps = new LinkedHashMap<>();
     private List<String> jvmOptions = List.of("-Xms512m", "-Xmx512m", "-XX:+UseG1GC");
     private Duration timeout = Duration.ofMinutes(10);
@@ -70,6 +71,15 @@ public final class ProducerPerformanceRunner {
         return this;
     }
 
+    /**
+     * Records/s the tool aims at (--throughput); -1 (the default) for as fast as it can. Unthrottled, the latency it
+     * reports is mostly time spent queued in the producer's buffer; a throttled run measures the path itself.
+     */
+    public ProducerPerformanceRunner throughput(long recordsPerSec) {
+        this.throughput = recordsPerSec;
+        return this;
+    }
+
     /** A producer config passed with --command-property (linger.ms, batch.size, compression.type, ...). */
     public ProducerPerformanceRunner producerProperty(String key, String value) {
         producerProps.put(key, value);
@@ -92,7 +102,7 @@ public final class ProducerPerformanceRunner {
      */
     public Result run(Path log) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(List.of("--topic", topic, "--num-records", Long.toString(numRecords),
-            "--record-size", Integer.toString(recordSize), "--throughput", "-1", "--bootstrap-server",
+            "--record-size", Integer.toString(recordSize), "--throughput", Long.toString(throughput), "--bootstrap-server",
             bootstrapServers));
         if (warmupRecords > 0) {
             args.add("--warmup-records");
