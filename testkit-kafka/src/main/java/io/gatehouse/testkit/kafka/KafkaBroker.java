@@ -498,6 +498,9 @@ public final class KafkaBroker implements AutoCloseable {
 
             @Override
             public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+                if (exc != null) {
+                    throw exc;
+                }
                 Files.delete(d);
                 return FileVisitResult.CONTINUE;
             }

@@ -66,6 +66,10 @@ class KafkaBrokerTest {
         }
     }
 
+    static boolean alive(long pid) {
+        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+
     static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -99,7 +103,7 @@ class KafkaBrokerTest {
         long pid = broker.pid();
         assertTrue(broker.stop(), "the broker exits on SIGTERM within the grace period");
         assertFalse(broker.isRunning());
-        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "pid " + pid + " is gone");
+        assertFalse(alive(pid), "pid " + pid + " is gone");
         broker.restart();
         System.out.println("restart after stop took " + broker.lastStartTime().toMillis() + " ms");
         assertEquals(before, broker.bootstrapServers());
@@ -114,7 +118,7 @@ class KafkaBrokerTest {
         long pid = broker.pid();
         broker.kill();
         assertFalse(broker.isRunning());
-        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+        assertFalse(alive(pid), "pid " + pid + " is gone");
         broker.restart();
         System.out.println("restart after kill took " + broker.lastStartTime().toMillis() + " ms");
         assertRecords(broker.consumeAll("t1", Duration.ofSeconds(30)), 150);
@@ -137,6 +141,6 @@ class KafkaBrokerTest {
         broker.close();
         broker = null;
         assertFalse(Files.exists(dir), dir + " removed");
-        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+        assertFalse(alive(pid), "pid " + pid + " is gone");
     }
 }
