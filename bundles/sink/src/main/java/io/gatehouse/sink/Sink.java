@@ -29,7 +29,10 @@ import java.util.Set;
 
 /**
  * C_SINK: the end of a line, for the demo, tests and benchmarks. It acks every message that carries
- * {@code __md_trq__}, counts messages and distinct ids, and optionally echoes.
+ * {@code __md_trq__}, counts messages and distinct ids, and optionally echoes. No C original: new in Gatehouse.
+ *
+ * <p>It listens to the gates named in {@code input} and subscribes to them again every
+ * {@code timeout_check_gates} ms, so it rejoins a gate that was rebuilt (hot swap).
  *
  * <p>Ids of the form {@code <id_prefix><number>} (what {@code ./gatehouse send} makes) are kept in a bit set,
  * so a million ids cost 125 KB; other ids go into a set bounded by {@code max_ids}, past which duplicates are
@@ -48,6 +51,8 @@ public final class Sink implements GObjBehavior {
             "Ids made of this prefix and a number are tracked in a bit set");
     static final Attr<Long> MAX_IDS = Attr.integer("max_ids", 1_000_000, AttrFlag.RD,
             "Most distinct non-numeric ids remembered (memory bound)");
+    static final Attr<Long> TIMEOUT_CHECK_GATES = Attr.integer("timeout_check_gates", 500, AttrFlag.RD,
+            "Milliseconds between checks that the sink is still subscribed to the current input gates");
     static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received");
     static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages echoed");
     static final Attr<Long> DISTINCT_IDS = Attr.counter("distinct_ids", AttrFlag.RSTATS, "Distinct ids seen");
@@ -56,6 +61,10 @@ public final class Sink implements GObjBehavior {
     static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS, "Messages that were not JSON objects");
     static final Attr<Boolean> IDS_OVERFLOW = Attr.bool("ids_overflow", false, AttrFlag.STATS,
             "More distinct non-numeric ids than max_ids: duplicates undercounted");
+
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
 
     // --- FSM ---
 
@@ -73,19 +82,17 @@ public final class Sink implements GObjBehavior {
 
     static final GClassSpec<Sink> SPEC = GClassSpec.builder(GClassNames.C_SINK, Sink.class)
             .description("Acks, counts and optionally echoes what it receives")
-            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, RX_MSGS, TX_MSGS, DISTINCT_IDS, DUPLICATES, ACKS_SENT,
-                    BAD_JSON, IDS_OVERFLOW)
+            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, DISTINCT_IDS,
+                    DUPLICATES, ACKS_SENT, BAD_JSON, IDS_OVERFLOW)
             .fsm(FSM)
             .command("check-ids", "Which numeric ids in [from, to] never arrived", Sink::cmdCheckIds,
                     Param.integer("from", "0", "First id number"),
                     Param.integer("to", "-1", "Last id number (-1: the highest seen)"))
             .command("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds)
+            .traceLevel(TRACE_MESSAGES, "Trace every message received, with its id, and every ack and echo sent")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(Sink::new)
             .build();
-
-    /** Milliseconds between checks that the sink is still subscribed to its input gates (rebuilt by a hot swap). */
-    private static final long CHECK_GATES_MS = 500;
 
     // --- Private data ---
 
@@ -110,7 +117,9 @@ public final class Sink implements GObjBehavior {
     @Override
     public int onStart() {
         inputs.subscribe();
-        if (!inputs.names().isEmpty()) checker = gobj.setPeriodic(CHECK_GATES_MS, Ev.EV_TIMEOUT_PERIODIC);
+        if (!inputs.names().isEmpty()) {
+            checker = gobj.setPeriodic(gobj.readLong(TIMEOUT_CHECK_GATES), Ev.EV_TIMEOUT_PERIODIC);
+        }
         return 0;
     }
 
@@ -172,6 +181,10 @@ public final class Sink implements GObjBehavior {
             gobj.inc(BAD_JSON);
         }
         if (msg != null) countId(msg);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            JsonNode id = msg == null ? null : Kw.get(msg, gobj.read(ID_KEY));
+            Glog.info(gobj, "message received", "id", id == null ? "" : id.asText(), "json", msg != null);
+        }
         JsonNode temp = kw.get(Kw.TEMP);
         if (msg != null && gobj.readBool(ACK)) {
             JsonNode md = msg.get(Kw.MD_TRQ);
@@ -181,6 +194,7 @@ public final class Sink implements GObjBehavior {
             ObjectNode back = Kw.withGbuffer(Kw.takeGbuffer(kw));
             if (temp != null) back.set(Kw.TEMP, temp);
             if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.inc(TX_MSGS);
+            if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "message echoed", "gate", src.shortName());
         }
         Kw.release(kw);
         return 0;
@@ -223,7 +237,12 @@ public final class Sink implements GObjBehavior {
     }
 
     private void sendAck(ObjectNode md, JsonNode temp, GObj gate) {
-        if (InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0) gobj.inc(ACKS_SENT);
-        else Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
+        boolean sent = InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0;
+        if (sent) gobj.inc(ACKS_SENT);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, sent ? "ack sent" : "ack not sent", "md", md.toString());
+        } else if (!sent) {
+            Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
+        }
     }
 }
