@@ -22,10 +22,7 @@ import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
-import java.util.BitSet;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * C_SINK: the end of a line, for the demo, tests and benchmarks. It acks every message that carries
@@ -34,9 +31,9 @@ import java.util.Set;
  * <p>It listens to the gates named in {@code input} and subscribes to them again every
  * {@code timeout_check_gates} ms, so it rejoins a gate that was rebuilt (hot swap).
  *
- * <p>Ids of the form {@code <id_prefix><number>} (what {@code ./gatehouse send} makes) are kept in a bit set,
- * so a million ids cost 125 KB; other ids go into a set bounded by {@code max_ids}, past which duplicates are
- * no longer told apart ({@code ids_overflow}).
+ * <p>The ids seen are kept in bounded memory ({@link SeenIds}): numbered ids ({@code <id_prefix><number>}) in a
+ * bit set, other ids in a set bounded by {@code max_ids}, past which duplicates are no longer told apart
+ * ({@code ids_overflow}).
  */
 public final class Sink implements GObjBehavior {
 
@@ -98,9 +95,7 @@ public final class Sink implements GObjBehavior {
 
     private final GObj gobj;
     private InputGates inputs;
-    private BitSet numericIds = new BitSet();
-    private Set<String> otherIds = new HashSet<>();
-    private long maxNumeric = -1;
+    private SeenIds ids = new SeenIds();
     private Cancellable checker = Cancellable.NONE;
 
     Sink(GObj gobj) {
@@ -135,30 +130,22 @@ public final class Sink implements GObjBehavior {
     private ObjectNode cmdCheckIds(ObjectNode kw, GObj src) {
         long from = kw.get("from").asLong();
         long to = kw.get("to").asLong();
-        if (to < 0) to = maxNumeric;
+        if (to < 0) to = ids.highest();
         if (from < 0 || to >= Integer.MAX_VALUE) return Envelope.error("from/to out of range");
-        long missing = 0;
-        long firstMissing = -1;
-        for (long i = from; i <= to; i++) {
-            if (!numericIds.get((int) i)) {
-                missing++;
-                if (firstMissing < 0) firstMissing = i;
-            }
-        }
+        long[] gap = ids.missing(from, to);
+        long missing = gap[0];
         ObjectNode d = Kw.create();
         d.put("from", from);
         d.put("to", to);
         d.put("missing", missing);
-        d.put("first_missing", firstMissing);
+        d.put("first_missing", gap[1]);
         d.put("distinct_ids", gobj.readLong(DISTINCT_IDS));
         d.put("duplicates", gobj.readLong(DUPLICATES));
         return Envelope.ok(missing == 0 ? "all ids arrived" : missing + " ids missing", d);
     }
 
     private ObjectNode cmdResetIds(ObjectNode kw, GObj src) {
-        numericIds = new BitSet();
-        otherIds = new HashSet<>();
-        maxNumeric = -1;
+        ids = new SeenIds();
         for (Attr<Long> a : List.of(RX_MSGS, TX_MSGS, DISTINCT_IDS, DUPLICATES, ACKS_SENT, BAD_JSON)) gobj.setLong(a, 0);
         gobj.set(IDS_OVERFLOW, false);
         return Envelope.ok("ids forgotten", null);
@@ -205,35 +192,9 @@ public final class Sink implements GObjBehavior {
     private void countId(ObjectNode msg) {
         JsonNode idNode = Kw.get(msg, gobj.read(ID_KEY));
         if (idNode == null || idNode.isNull()) return;
-        String id = idNode.asText();
-        boolean seen;
-        String prefix = gobj.read(ID_PREFIX);
-        long n = numericSuffix(id, prefix);
-        if (n >= 0 && n < Integer.MAX_VALUE) {
-            seen = numericIds.get((int) n);
-            numericIds.set((int) n);
-            if (n > maxNumeric) maxNumeric = n;
-        } else if (otherIds.contains(id)) {
-            seen = true;
-        } else if (otherIds.size() < gobj.readLong(MAX_IDS)) {
-            otherIds.add(id);
-            seen = false;
-        } else {
-            gobj.set(IDS_OVERFLOW, true);
-            seen = false;
-        }
-        gobj.inc(seen ? DUPLICATES : DISTINCT_IDS);
-    }
-
-    private static long numericSuffix(String id, String prefix) {
-        if (!id.startsWith(prefix) || id.length() == prefix.length() || id.length() - prefix.length() > 10) return -1;
-        long v = 0;
-        for (int i = prefix.length(); i < id.length(); i++) {
-            char c = id.charAt(i);
-            if (c < '0' || c > '9') return -1;
-            v = v * 10 + (c - '0');
-        }
-        return v;
+        SeenIds.Seen seen = ids.add(idNode.asText(), gobj.read(ID_PREFIX), gobj.readLong(MAX_IDS));
+        if (seen == SeenIds.Seen.UNTRACKED) gobj.set(IDS_OVERFLOW, true);
+        gobj.inc(seen == SeenIds.Seen.AGAIN ? DUPLICATES : DISTINCT_IDS);
     }
 
     private void sendAck(ObjectNode md, JsonNode temp, GObj gate) {
