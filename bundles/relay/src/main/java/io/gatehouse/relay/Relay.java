@@ -43,8 +43,8 @@ import java.util.List;
  * depends on the output's spec only.
  *
  * <p>Gates are found by service name; every {@code timeout_check_gates} ms the relay subscribes again to the
- * input gates, so it rejoins a gate that was rebuilt (hot swap). An output that is missing (being rebuilt) and
- * messages that are not JSON are said once per streak.
+ * input gates, so it rejoins a gate whose service was rebuilt. An output that is missing (its gclass left and did
+ * not come back within the upgrade grace) and messages that are not JSON are said once per streak.
  */
 public final class Relay implements GObjBehavior {
 
@@ -109,7 +109,7 @@ public final class Relay implements GObjBehavior {
     private final GObj gobj;
     private InputGates inputs;
     private Cancellable checker = Cancellable.NONE;
-    /** Messages refused while the output gate is missing (a hot swap of the output side takes it away). */
+    /** Messages refused while the output gate is missing (its service is down, waiting for its gclass). */
     private final Streak outputMissing = new Streak();
     /** Messages for a durable output that were not JSON objects. */
     private final Streak notJson = new Streak();

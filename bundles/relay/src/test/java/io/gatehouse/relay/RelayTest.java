@@ -110,6 +110,9 @@ class RelayTest {
                     .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
                     .factory(FakeDurableOutput::new).build();
 
+    /** How long a gclass that left may take to come back before its services go down (the test's upgrade grace). */
+    private static final long GRACE_MS = 100;
+
     private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
@@ -127,7 +130,7 @@ class RelayTest {
     }
 
     private void start(String outputGclass) {
-        rt = YunoRuntime.builder().name("relay").clock(clock).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT)
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT)
                 .config("{\"services\": ["
                         + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"out\", \"gclass\": \"" + outputGclass + "\"},"
@@ -223,7 +226,8 @@ class RelayTest {
     @Test
     void shouldSayOnceThatTheOutputIsMissingAndOnceWhenItIsBack() {
         start("C_SOME_DURABLE_OUTPUT");
-        rt.gclassLeft("C_SOME_DURABLE_OUTPUT");
+        rt.gclassesGone(List.of("C_SOME_DURABLE_OUTPUT"));
+        clock.advance(GRACE_MS);   // no revision came: the output's service goes down until the gclass is back
         for (int i = 1; i <= 3; i++) receiveWithMd("lost-" + i, i);
         assertEquals(1, count("Output gate NOT FOUND"), logs.toString());
         assertEquals(3, stats().get("refused").asInt());
@@ -239,8 +243,8 @@ class RelayTest {
     @Test
     void shouldSubscribeAgainToAnInputGateThatWasRebuilt() {
         start("C_SOME_DURABLE_OUTPUT");
-        rt.gclassLeft("C_IOGATE");
-        rt.gclassArrived(GATE);
+        rt.gclassesGone(List.of("C_IOGATE"));
+        rt.gclassArrived(GATE);   // it hands over no state: the input gate's service is rebuilt
         receiveWithMd("before", 1);
         assertEquals(0, rt.call(() -> output().stored.size()), "the rebuilt gate has no subscriber yet");
         clock.advance(499);

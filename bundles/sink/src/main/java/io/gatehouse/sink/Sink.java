@@ -29,7 +29,7 @@ import java.util.List;
  * {@code __md_trq__}, counts messages and distinct ids, and optionally echoes. No C original: new in Gatehouse.
  *
  * <p>It listens to the gates named in {@code input} and subscribes to them again every
- * {@code timeout_check_gates} ms, so it rejoins a gate that was rebuilt (hot swap).
+ * {@code timeout_check_gates} ms, so it rejoins a gate whose service was rebuilt.
  *
  * <p>The ids seen are kept in bounded memory ({@link SeenIds}): numbered ids ({@code <id_prefix><number>}) in a
  * bit set, other ids in a set bounded by {@code max_ids}, past which duplicates are no longer told apart
