@@ -82,6 +82,12 @@ final class BundleCommands {
         runtime.addCommand("update-bundle", "Upgrade a bundle live: name=BSN url=URL [rollback=true to go to a lower"
                 + " version]; answers the versions, the gobjs migrated, the rebuilds and the pause.",
                 kw -> CompletableFuture.supplyAsync(() -> updateBundle(kw), worker));
+        runtime.addCommand("list-upgrades", "The last live upgrades (at most " + GClassFeed.HISTORY + "): gclasses, gobjs"
+                + " migrated, services rebuilt and why, pause.", kw -> {
+                    ArrayNode a = F.arrayNode();
+                    feed.history().forEach(a::add);
+                    return CompletableFuture.completedFuture(Envelope.ok(a.size() + " upgrades", a));
+                });
     }
 
     void close() {

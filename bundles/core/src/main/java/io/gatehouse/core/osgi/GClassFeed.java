@@ -27,6 +27,14 @@ final class GClassFeed implements GClassTracker.Listener {
     /** Told of every upgrade report (update-bundle waits for its own). */
     private final List<java.util.function.Consumer<ObjectNode>> reportWatchers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+    /** The last reports, newest last: what {@code list-upgrades} answers. Bounded. */
+    private final java.util.ArrayDeque<ObjectNode> history = new java.util.ArrayDeque<>();
+    static final int HISTORY = 50;
+
+    synchronized List<ObjectNode> history() {
+        return new java.util.ArrayList<>(history);
+    }
+
     void watchReports(java.util.function.Consumer<ObjectNode> w) {
         reportWatchers.add(w);
     }
@@ -59,6 +67,13 @@ final class GClassFeed implements GClassTracker.Listener {
         ObjectNode report = rt.gclassesArrived(arrived);
         if (report.path("gobjs_migrated").asInt() > 0 || report.path("rebuilt").size() > 0) {
             LOG.info("{}: gclasses {} serve from a new revision: {}", yunoLabel, report.path("gclasses"), report);
+        }
+        if (report.path("gobjs_migrated").asInt() > 0 || report.path("rebuilt").size() > 0) {
+            report.put("at", java.time.Instant.now().toString());
+            synchronized (this) {
+                if (history.size() == HISTORY) history.poll();
+                history.add(report);
+            }
         }
         for (java.util.function.Consumer<ObjectNode> w : reportWatchers) w.accept(report);
     }
