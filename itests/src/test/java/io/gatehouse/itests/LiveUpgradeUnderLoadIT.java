@@ -15,7 +15,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,11 +22,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.jar.Attributes;
-import java.util.jar.JarEntry;
 import java.util.jar.JarInputStream;
-import java.util.jar.JarOutputStream;
-import java.util.jar.Manifest;
 
 import org.junit.Test;
 import org.junit.runner.RunWith;
@@ -60,6 +55,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     // The class is loaded twice (driver and framework) in one JVM: values pass as system properties.
     private static final String PORTS = "gatehouse.itests.liveupgrade.ports";
     private static final String DEPLOY = "gatehouse.itests.liveupgrade.deploy";
+    private static final String JARS = "gatehouse.itests.liveupgrade.jars";
     static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 20_000);
     static final List<String> BUNDLES = List.of("tcp", "tcp4h", "channel", "iogate", "qiogate", "mqiogate", "trqueue",
         "relay", "sink", "portal");
@@ -79,6 +75,19 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             throw new UncheckedIOException(e);
         }
         System.setProperty(DEPLOY, deploy.toString());
+        // The upgraded jars: every bundle under two higher versions (made here, on the driver's class path).
+        Path jars = dir.resolve("jars");
+        try {
+            Files.createDirectories(jars);
+            for (String b : BUNDLES) {
+                Path original = bundleFile(b).toPath();
+                Files.copy(io.gatehouse.testkit.BundleJars.bumped(original, jars, 1), jars.resolve(b + "-up.jar"));
+                Files.copy(io.gatehouse.testkit.BundleJars.bumped(original, jars, 2), jars.resolve(b + "-deploy.jar"));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        System.setProperty(JARS, jars.toString());
         Path config = pipelineConfig(dir, p[1], p[2], p[3]);
         return options(base(), allGatehouseBundles(),
             mavenBundle("org.apache.felix", "org.apache.felix.fileinstall").versionAsInProject(),
@@ -152,8 +161,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             return s != null && s.contains("\"relay\"") && !s.contains("waiting");
         });
         Path deploy = Path.of(System.getProperty(DEPLOY));
-        Path work = deploy.getParent().resolve("jars");
-        Files.createDirectories(work);
+        Path jars = Path.of(System.getProperty(JARS));
         List<Swap> swaps = new ArrayList<>();
         try (AckingSink sink0 = new AckingSink(port(2), 4_000_000); AckingSink sink1 = new AckingSink(port(3), 4_000_000)) {
             await("the outputs connected to the sinks", 30_000,
@@ -163,8 +171,8 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 for (String b : BUNDLES) {
                     String bsn = GROUP + "." + b;
                     File original = bundleFile(b);
-                    Path up = bumped(original, work, 1);
-                    Path deployed = bumped(original, work, 2);
+                    Path up = jars.resolve(b + "-up.jar");
+                    Path deployed = jars.resolve(b + "-deploy.jar");
                     swaps.add(updateBundle(bsn, up.toUri().toString(), false, "update-bundle"));
                     swaps.add(updateBundle(bsn, original.toURI().toString(), true, "rollback"));
                     swaps.add(dropIntoDeploy(bsn, deployed, deploy));
@@ -290,26 +298,6 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             if (bsn.equals(b.path("symbolic_name").asText()) && version.equals(b.path("version").asText())) return true;
         }
         return false;
-    }
-
-    /** A copy of the bundle jar whose Bundle-Version is raised by {@code step} in its micro part. */
-    static Path bumped(File jar, Path dir, int step) throws IOException {
-        try (InputStream in = Files.newInputStream(jar.toPath()); JarInputStream j = new JarInputStream(in)) {
-            Manifest mf = new Manifest(j.getManifest());
-            String v = mf.getMainAttributes().getValue("Bundle-Version");
-            org.osgi.framework.Version old = org.osgi.framework.Version.parseVersion(v);
-            String next = old.getMajor() + "." + old.getMinor() + "." + (old.getMicro() + step);
-            mf.getMainAttributes().put(new Attributes.Name("Bundle-Version"), next);
-            Path out = dir.resolve(jar.getName().replace(".jar", "-" + next + ".jar"));
-            try (OutputStream os = Files.newOutputStream(out); JarOutputStream w = new JarOutputStream(os, mf)) {
-                for (JarEntry e; (e = j.getNextJarEntry()) != null; ) {
-                    w.putNextEntry(new JarEntry(e.getName()));
-                    j.transferTo(w);
-                    w.closeEntry();
-                }
-            }
-            return out;
-        }
     }
 
     private static String versionOf(Path jar) throws IOException {
