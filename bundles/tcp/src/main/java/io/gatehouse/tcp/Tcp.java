@@ -38,17 +38,19 @@ import java.util.concurrent.RejectedExecutionException;
  * after an EV_CONNECTED), EV_TX_READY and EV_STOPPED. Port of {@code kernel/c/root-linux/src/c_tcp.c} @6043415.
  *
  * <pre>
- *                  EV_CONNECT, EV_TIMEOUT (the reconnect wait), or C_TCP_S hands over an accepted socket
- *  ST_DISCONNECTED ------------------------------------------------------------&gt; ST_WAIT_CONNECTED
- *   (initial) ^ ^ &lt;------------- attempt failed (a reconnect waits) ---------------+   |        |
- *             | |                                                                 TLS |        | plain
- *             | |                                                                     v        |
- *             | |                                                       ST_WAIT_HANDSHAKE      |
- *             | |            socket closed                    handshake done |                 v
- *             | +---------------------------------------------- ST_CONNECTED &lt;----------------+
- *             |                                                      | EV_DROP, timeout_inactivity,
- *             |              socket closed                           v tx queue overflow
- *             +--------------------------------------------- ST_WAIT_STOPPED
+ *            EV_CONNECT, EV_TIMEOUT (the reconnect wait), or C_TCP_S hands over an accepted socket
+ *  ST_DISCONNECTED -----------------------------------------------------------&gt; ST_WAIT_CONNECTED
+ *   (initial) ^  ^                                                               |    |          |
+ *             |  +---------------- attempt failed (a reconnect waits) ----------+    | TLS      | plain:
+ *             |                                                                       v          | socket up
+ *             |                                                             ST_WAIT_HANDSHAKE    |
+ *             |                                                                       |          |
+ *             |                                                        handshake done v          |
+ *             +&lt;----------------- socket closed ----------------------------- ST_CONNECTED &lt;----+
+ *             |                                                                       |
+ *             |                                                EV_DROP, timeout_inactivity,
+ *             |                                                tx queue overflow      v
+ *             +&lt;----------------- socket closed ----------------------------- ST_WAIT_STOPPED
  *
  *  onStop, from any state: ST_STOPPED (EV_DISCONNECTED if it was connected, then EV_STOPPED); onStart: ST_DISCONNECTED.
  * </pre>

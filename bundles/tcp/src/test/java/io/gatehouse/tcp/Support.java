@@ -4,6 +4,7 @@ package io.gatehouse.tcp;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GClock;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.StubChannel;
 
 /**
@@ -30,6 +31,15 @@ final class Support {
     /** As {@link #runtime(String, int)}, on {@code clock} (a ManualClock moves its timers). */
     static YunoRuntime runtime(String config, int ioThreads, GClock clock) {
         return YunoRuntime.builder().name("t").ioThreads(ioThreads).clock(clock).gclass(specs()).config(config).build();
+    }
+
+    /** Starts {@code rt} and its C_TCP service {@code cli} (a manual-start gclass), recording what cli publishes. */
+    static Recorder startClient(YunoRuntime rt) {
+        Recorder rec = Recorder.create(rt, "rec");
+        rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
+        rt.start();
+        rt.run(() -> rt.yuno().service("cli").start());
+        return rec;
     }
 
     /** A lone C_TCP service {@code cli} with {@code url} tcp://127.0.0.1:port and the given kw entries. */

@@ -3,10 +3,7 @@ package io.gatehouse.tcp;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.Fsm;
-import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
@@ -15,8 +12,8 @@ import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Poll;
 import io.gatehouse.testkit.Ports;
 import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.SlowConsumer;
 import io.gatehouse.testkit.Tcp4hFrames;
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -25,9 +22,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.util.ArrayDeque;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -43,89 +38,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class TcpFlowControlTest {
 
-    /**
-     * A consumer right on C_TCP (the dynamic-mode template, so the clisrv C_TCP is its bottom): keeps every read
-     * and processes (releases and credits back) 5 of them every 10 ms.
-     */
-    static final class RawSlow implements GObjBehavior {
-        static final java.util.concurrent.atomic.AtomicLong MAX_HELD = new java.util.concurrent.atomic.AtomicLong();
-        static final AtomicLong MARKS = new AtomicLong();
-        static final AtomicLong CONSUMED_BYTES = new AtomicLong();
-        final GObj gobj;
-        final ArrayDeque<ByteBuf> held = new ArrayDeque<>();
-        GObj from;
-
-        RawSlow(GObj g) {
-            this.gobj = g;
-        }
-
-        @Override
-        public int onStart() {
-            gobj.setPeriodic(10, Ev.EV_TIMEOUT_PERIODIC);
-            return 0;
-        }
-
-        @Override
-        public void onDestroy() {
-            for (ByteBuf b; (b = held.poll()) != null; ) b.release();
-        }
-
-        private int acRx(String ev, ObjectNode kw, GObj src) {
-            from = src;
-            if (Kw.getBool(kw, "is_blocked", false)) MARKS.incrementAndGet();
-            held.add(Kw.takeGbuffer(kw));
-            MAX_HELD.accumulateAndGet(held.size(), Math::max);
-            return 0;
-        }
-
-        private int acTick(String ev, ObjectNode kw, GObj src) {
-            int n = 0;
-            long bytes = 0;
-            for (ByteBuf b; n < 5 && (b = held.poll()) != null; n++) {
-                bytes += b.readableBytes();
-                b.release();
-            }
-            CONSUMED_BYTES.addAndGet(bytes);
-            if (n > 0 && from != null && !from.isDestroyed()) {
-                from.send(Ev.EV_RESUME_INPUT, Kw.create().put("msgs", n).put("bytes", bytes), gobj);
-            }
-            return 0;
-        }
-
-        static final GClassSpec<RawSlow> SPEC = GClassSpec.builder("C_RAW_SLOW", RawSlow.class)
-            .description("test stand-in C_RAW_SLOW (RawSlow)")
-                .fsm(Fsm.<RawSlow>builder()
-                        .state(St.ST_IDLE)
-                        .on(Ev.EV_RX_DATA, RawSlow::acRx)
-                        .on(Ev.EV_TIMEOUT_PERIODIC, RawSlow::acTick)
-                        .ignore(Ev.EV_CONNECTED)
-                        .ignore(Ev.EV_DISCONNECTED)
-                        .ignore(Ev.EV_TX_READY)
-                        .ignore(Ev.EV_STOPPED)
-                        .build())
-                .factory(RawSlow::new)
-                .build();
-    }
-
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldStopDeliveringRawReadsAtTheTcpThresholdUntilCreditedBack(int io) throws Exception {
-        RawSlow.MAX_HELD.set(0);
-        RawSlow.MARKS.set(0);
-        RawSlow.CONSUMED_BYTES.set(0);
+        // A consumer right on C_TCP (the dynamic-mode template, so the server side's C_TCP is its bottom): keeps every
+        // read and processes (releases and credits back) 5 of them every 10 ms.
+        SlowConsumer.Stats seen = new SlowConsumer.Stats();
         int port = Ports.free();
         String cfg = "{\"services\":[{\"name\":\"in\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
                 + "{\"name\":\"listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\","
                 + "\"channel_template\":{\"gclass\":\"C_RAW_SLOW\"},\"clisrv_kw\":{\"input_threshold_msgs\":10}}}]}]}";
-        try (YunoRuntime srv = YunoRuntime.builder().name("t").ioThreads(io).gclass(Support.specs()).gclass(RawSlow.SPEC)
+        try (YunoRuntime srv = YunoRuntime.builder().name("t").ioThreads(io).gclass(Support.specs())
+                .gclass(SlowConsumer.spec("C_RAW_SLOW", Ev.EV_RX_DATA, 5, 10, seen))
                 .config(cfg).build()) {
             srv.start();
             long written = Tcp4hFrames.flood(port, 996, 2000, Long.MAX_VALUE);
             // Reads already on their way when the threshold was crossed (a worker loop's burst) wait in C_TCP:
             // the consumer never holds more than the threshold.
-            assertTrue(RawSlow.MAX_HELD.get() <= 10, "max held " + RawSlow.MAX_HELD.get());
-            assertTrue(RawSlow.MARKS.get() > 5, "the crossing reads carry is_blocked: " + RawSlow.MARKS.get());
-            long consumed = RawSlow.CONSUMED_BYTES.get();
+            assertTrue(seen.maxHeld.get() <= 10, "max held " + seen.maxHeld.get());
+            assertTrue(seen.blockedMarks.get() > 5, "the crossing reads carry is_blocked: " + seen.blockedMarks.get());
+            long consumed = seen.consumedBytes.get();
             assertTrue(consumed > 100_000, "consumed " + consumed);
             assertTrue(written < consumed + 40_000_000L, "written " + written + ", consumed " + consumed);
         }
@@ -169,10 +101,7 @@ class TcpFlowControlTest {
     void shouldCloseWhenTheTxQueueOverflows(int io) throws Exception {
         try (ServerSocket ss = new ServerSocket(0); LogCapture logs = new LogCapture();
              YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10"), io)) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             try (Socket peer = ss.accept()) {
                 assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                 flood(rt, 2000);   // the peer never reads
@@ -188,10 +117,7 @@ class TcpFlowControlTest {
         try (ServerSocket ss = new ServerSocket(0); LogCapture logs = new LogCapture();
              YunoRuntime rt = Support.runtime(txConfig(ss.getLocalPort(), "\"max_tx_queue\":10,\"tx_overflow\":\"drop_oldest\""),
                      io, new ManualClock())) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             try (Socket peer = ss.accept()) {
                 assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                 flood(rt, 2000);

@@ -504,10 +504,7 @@ class TcpIoThreadsTest {
             String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:"
                     + ss.getLocalPort() + "\",\"timeout_between_connections\":60000}}]}";
             try (YunoRuntime rt = Support.runtime(cfg, io)) {
-                Recorder rec = Recorder.create(rt, "rec");
-                rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-                rt.start();
-                rt.run(() -> rt.yuno().service("cli").start());
+                Recorder rec = Support.startClient(rt);
                 try (Socket peer = ss.accept()) {
                     assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                     // One core batch: the writes (about 30 KB, within what the socket takes without queueing; a drop

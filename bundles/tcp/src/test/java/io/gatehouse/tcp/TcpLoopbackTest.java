@@ -123,9 +123,7 @@ class TcpLoopbackTest {
         ManualClock clock = new ManualClock();
         String cfg = Support.tcpConfig(port, "\"timeout_between_connections\":100,\"timeout_between_connections_max\":800");
         try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, io, clock)) {
-            Recorder rec = record(rt, "cli");
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             long[] want = {100, 200, 400, 800, 800};
             for (int i = 0; i < want.length; i++) {
                 assertTrue(logs.await("Connection failed", i + 1, 5000), logs.all().toString());
@@ -150,9 +148,7 @@ class TcpLoopbackTest {
         try (ServerSocket ss = listen(0)) {
             String cfg = Support.tcpConfig(ss.getLocalPort(), "\"timeout_inactivity\":300,\"timeout_between_connections\":100");
             try (YunoRuntime rt = Support.runtime(cfg, io, clock)) {
-                Recorder rec = record(rt, "cli");
-                rt.start();
-                rt.run(() -> rt.yuno().service("cli").start());
+                Recorder rec = Support.startClient(rt);
                 try (Socket p1 = ss.accept()) {
                     p1.setSoTimeout(5000);
                     assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
@@ -187,9 +183,7 @@ class TcpLoopbackTest {
         ManualClock clock = new ManualClock();
         String cfg = Support.tcpConfig(port, "\"timeout_inactivity\":5000,\"timeout_between_connections\":100");
         try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, io, clock)) {
-            Recorder rec = record(rt, "cli");
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             assertTrue(logs.await("Connection failed", 1, 5000));
             rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("q"), null));
             assertTrue(logs.await("Connection failed", 2, 5000), "the data asked for a connection at once");
@@ -224,9 +218,7 @@ class TcpLoopbackTest {
         ManualClock clock = new ManualClock();
         try (LogCapture logs = new LogCapture();
              YunoRuntime rt = Support.runtime(Support.tcpConfig(port, "\"timeout_between_connections\":100"), 0, clock)) {
-            Recorder rec = record(rt, "cli");
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             assertTrue(logs.await("Connection failed", 1, 5000));
             for (int i = 0; i < 100; i++) {
                 assertEquals(0, (int) rt.call(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null)));
@@ -250,8 +242,7 @@ class TcpLoopbackTest {
         ManualClock clock = new ManualClock();
         String cfg = Support.tcpConfig(Ports.free(), "\"timeout_between_connections\":3600000");
         try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, 0, clock)) {
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Support.startClient(rt);
             assertTrue(logs.await("Connection failed", 1, 5000));
             for (int i = 0; i < 10; i++) rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null));
             clock.advance(Streak.REMIND_MS - 1);

@@ -46,10 +46,7 @@ class TcpTraceLevelsTest {
         try (ServerSocket ss = new ServerSocket(0, 5, InetAddress.getLoopbackAddress()); LogCapture logs = new LogCapture();
              YunoRuntime rt = Support.runtime(traced("C_TCP", "\"connections\",\"traffic\"",
                      Support.tcpConfig(ss.getLocalPort(), null)))) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             try (Socket peer = ss.accept()) {
                 peer.setSoTimeout(5000);
                 assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
@@ -77,10 +74,7 @@ class TcpTraceLevelsTest {
     void shouldSayConnectionsOnlyAtDebugAndNoTrafficWhenNotTraced() throws Exception {
         try (ServerSocket ss = new ServerSocket(0, 5, InetAddress.getLoopbackAddress()); LogCapture logs = new LogCapture();
              YunoRuntime rt = Support.runtime(Support.tcpConfig(ss.getLocalPort(), null))) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+            Recorder rec = Support.startClient(rt);
             try (Socket peer = ss.accept()) {
                 assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                 ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("abc", StandardCharsets.UTF_8));

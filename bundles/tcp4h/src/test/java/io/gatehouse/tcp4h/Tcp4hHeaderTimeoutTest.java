@@ -32,6 +32,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class Tcp4hHeaderTimeoutTest {
     static final String HEADER_TIMEOUT = "Timeout waiting frame header";
 
+    /** Waits for {@code s} to open channel in-1, writes {@code bytes} and waits until the server has read them. */
+    private static Recorder openAndWrite(YunoRuntime srv, Socket s, byte[] bytes) throws Exception {
+        Recorder rec = Loopback.recorder(srv, "in");
+        assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
+        GObj tcp = Loopback.socketOf(srv, "in-1");
+        s.getOutputStream().write(bytes);
+        assertTrue(Poll.until(() -> Loopback.rxBytes(srv, tcp) == bytes.length, 5000));
+        return rec;
+    }
+
     @Test
     void shouldCloseAHalfHeaderAfterTimeoutHeaderAndNameThePeer() throws Exception {
         int port = Ports.free();
@@ -39,11 +49,7 @@ class Tcp4hHeaderTimeoutTest {
         try (LogCapture logs = new LogCapture();
              YunoRuntime srv = Loopback.server(Loopback.serverConfig(port, 1, "\"timeout_header\":300"), 0, clock);
              Socket s = new Socket("127.0.0.1", port)) {
-            Recorder rec = Loopback.recorder(srv, "in");
-            assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-            GObj tcp = Loopback.socketOf(srv, "in-1");
-            s.getOutputStream().write(new byte[] {0, 0});
-            assertTrue(Poll.until(() -> Loopback.rxBytes(srv, tcp) == 2, 5000));
+            Recorder rec = openAndWrite(srv, s, new byte[] {0, 0});
             clock.advance(299);
             assertEquals(0, rec.count(Ev.EV_ON_CLOSE));
             clock.advance(1);
@@ -62,11 +68,7 @@ class Tcp4hHeaderTimeoutTest {
         try (LogCapture logs = new LogCapture();
              YunoRuntime srv = Loopback.server(Loopback.serverConfig(port, 1, "\"timeout_header\":300"), 0, clock);
              Socket slow = new Socket("127.0.0.1", port)) {
-            Recorder rec = Loopback.recorder(srv, "in");
-            assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-            GObj tcp = Loopback.socketOf(srv, "in-1");
-            slow.getOutputStream().write(new byte[] {0, 0, 0});
-            assertTrue(Poll.until(() -> Loopback.rxBytes(srv, tcp) == 3, 5000));
+            Recorder rec = openAndWrite(srv, slow, new byte[] {0, 0, 0});
             try (Socket good = new Socket("127.0.0.1", port)) {
                 good.getOutputStream().write(Tcp4hFrames.of("served"));
                 GObj listener = srv.call(() -> srv.service("in").child("listen"));
@@ -91,11 +93,7 @@ class Tcp4hHeaderTimeoutTest {
         try (LogCapture logs = new LogCapture();
              YunoRuntime srv = Loopback.server(Loopback.serverConfig(port, 1, null), 0, clock);
              Socket s = new Socket("127.0.0.1", port)) {
-            Recorder rec = Loopback.recorder(srv, "in");
-            assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-            GObj tcp = Loopback.socketOf(srv, "in-1");
-            s.getOutputStream().write(new byte[] {0, 0});
-            assertTrue(Poll.until(() -> Loopback.rxBytes(srv, tcp) == 2, 5000));
+            Recorder rec = openAndWrite(srv, s, new byte[] {0, 0});
             clock.advance(3_600_000);
             assertEquals(0, logs.count(HEADER_TIMEOUT));
             // still open both ways: an answer reaches the peer
