@@ -388,7 +388,9 @@ public final class Tcp implements GObjBehavior {
         return 0;
     }
 
-    // --- Called by C_TCP_S (server side) ---
+    // --- Local methods ---
+
+    // Called by C_TCP_S, which binds this gobj as the server side of its connections and hands it sockets.
 
     void bindListener(TcpS l, SslContext serverCtx) {
         this.listener = l;
@@ -436,7 +438,7 @@ public final class Tcp implements GObjBehavior {
         }
     }
 
-    // --- Netty callbacks (TcpBridge), on the core loop ---
+    // Netty's callbacks, through TcpBridge, on the core loop.
 
     void onActive(Channel c) {
         if (c != ch) return;
@@ -509,7 +511,7 @@ public final class Tcp implements GObjBehavior {
         setDisconnected();
     }
 
-    // --- Called by Reconnector, TxBuffer and WorkerLink, on the core loop ---
+    // Called by Reconnector, TxBuffer and WorkerLink, on the core loop.
 
     /** Takes {@code c} as the socket; {@code l} carries it across to its worker loop, null when it is on the core loop. */
     void takeSocket(Channel c, WorkerLink l) {
@@ -573,7 +575,7 @@ public final class Tcp implements GObjBehavior {
         updateAutoRead();
     }
 
-    // --- Local methods ---
+    // This gobj's own steps.
 
     private void setConnected(Channel c) {
         gobj.setBool(CONNECTED, true);

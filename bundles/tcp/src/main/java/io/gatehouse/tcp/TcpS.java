@@ -233,7 +233,9 @@ public final class TcpS implements GObjBehavior {
         return 0;
     }
 
-    // --- Called by clisrv C_TCP gobjs ---
+    // --- Local methods ---
+
+    // Called by the server-side C_TCPs this listener binds.
 
     /** A bound clisrv is free: give it a waiting socket, or resume accepting. */
     void clisrvFree(Tcp t) {
@@ -270,7 +272,7 @@ public final class TcpS implements GObjBehavior {
         }
     }
 
-    // --- Local methods ---
+    // This listener's own steps.
 
     /** The {@code url} to listen on, or null (said) when it does not parse or has no port. */
     private Url listenUrl() {

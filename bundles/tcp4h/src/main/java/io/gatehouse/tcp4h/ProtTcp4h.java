@@ -27,9 +27,9 @@ import java.util.ArrayDeque;
 /**
  * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (a C_TCP; with {@code url} and
  * no bottom it creates one). Deframes EV_RX_DATA into one EV_ON_MESSAGE per frame, frames EV_SEND_MESSAGE into
- * EV_TX_DATA, and turns protocol errors and timeouts into a drop of the transport. Port of
- * {@code kernel/c/root-linux/src/c_prot_tcp4h.c} @6043415 (its ST_WAIT_HANDSHAKE state, which nothing enters, is
- * not kept).
+ * EV_TX_DATA, and turns protocol errors and timeouts into a drop of the transport.
+ * Port of {@code kernel/c/root-linux/src/c_prot_tcp4h.c} @6043415 (its ST_WAIT_HANDSHAKE state, which nothing
+ * enters, is not kept).
  *
  * <pre>
  *   ST_DISCONNECTED --EV_CONNECTED--&gt; ST_WAIT_FRAME_HEADER &lt;--frame complete-- ST_WAIT_PAYLOAD
