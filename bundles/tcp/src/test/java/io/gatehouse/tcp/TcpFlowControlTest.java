@@ -134,7 +134,8 @@ class TcpFlowControlTest {
                 // bytes crossing to a worker loop count against the socket's writability like Netty's own buffer.
                 long handed = rt.call(() -> rt.yuno().service("cli").readAttr("txBytes").asLong());
                 assertTrue(handed < 30_000_000L, "handed to the socket " + handed);
-                assertEquals(0, logs.count("tcp tx queue no longer full"));
+                // On a worker loop the queue may already have drained into the kernel buffers, ending the streak.
+                if (io == 0) assertEquals(0, logs.count("tcp tx queue no longer full"));
                 // The peer reads everything: the queue drains, EV_TX_READY is published, and the end of the
                 // throwing away is said with how many went.
                 Thread reader = new Thread(() -> {

@@ -383,6 +383,30 @@ class TcpLoopbackTest {
         }
     }
 
+    /**
+     * A config change that rebuilds the listener's service on the same port (here: a channel more) listens again at
+     * once: the old listening socket is closed by the selector only at its next select, so the new one must not bind
+     * in the task that closed it.
+     */
+    @Test
+    void shouldListenAgainOnTheSamePortWhenItsServiceIsRebuilt() throws Exception {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null))) {
+            srv.start();
+            try (Socket before = new Socket("127.0.0.1", port)) {
+                assertTrue(before.isConnected());
+            }
+            java.util.Map<String, String> outcome =
+                    srv.reconfigure((ObjectNode) Kw.MAPPER.readTree(Support.serverConfig(port, 2, null)));
+            assertEquals("rebuilt", outcome.get("in"), outcome.toString());
+            assertTrue(srv.call(() -> srv.yuno().service("in").child("listen").isRunning()), logs.all().toString());
+            assertEquals(0, logs.count("Cannot Listen"), logs.all().toString());
+            try (Socket after = new Socket("127.0.0.1", port)) {
+                assertTrue(after.isConnected());
+            }
+        }
+    }
+
     @Test
     void shouldParseUrls() {
         Url u = Url.parse("tcp4hs://[::1]:7778/path?x=1");
