@@ -7,6 +7,7 @@ import io.gatehouse.api.LogSink;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.mqiogate.MqIoGateGClass;
 import io.gatehouse.testkit.MemTrQueueFactory;
+import io.gatehouse.testkit.TestCerts;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -232,6 +233,29 @@ class HttpIngestTest {
         String retried = curl("-i", "-H", auth(), "--data-binary", "@refused.ndjson", url("/ingest"));
         assertEquals(200, status(retried), retried);
         assertEquals(10, body(retried).get("accepted").asInt());
+    }
+
+    @Test
+    void shouldServeHttpsWithTheListenersCertificate() throws Exception {
+        TestCerts certs = TestCerts.generate("localhost");
+        Files.writeString(work.resolve("ca.pem"), certs.certPem);
+        int[] p = Gateways.freePorts(4);
+        ObjectNode cfg = Gateways.demoConfig(Map.of("__input_port__", "" + p[0], "__sink0_port__", "" + p[1],
+                "__sink1_port__", "" + p[2], "__http_port__", "" + p[3]));
+        for (JsonNode svc : cfg.get("services")) {
+            if (!svc.get("name").asText().equals("__http_side__")) continue;
+            ObjectNode listener = (ObjectNode) svc.get("children").get(0).get("kw");
+            listener.put("url", "https://127.0.0.1:" + p[3]);
+            listener.putObject("crypto").put("ssl_certificate", certs.certPem).put("ssl_certificate_key", certs.keyPem);
+        }
+        try (YunoRuntime tls = YunoRuntime.builder().name("https").dataDir(work.resolve("tls-data"))
+                .gclasses(Gateways.allGclasses(new MemTrQueueFactory())).config(cfg).build().start()) {
+            String ok = curl("-i", "--cacert", "ca.pem", "-d", "{\"id\":\"msg-8000\"}", "https://127.0.0.1:" + p[3] + "/ingest");
+            assertEquals(200, status(ok), ok);
+            assertEquals(1, body(ok).get("accepted").asInt());
+            String plain = curl("-i", "-d", "{}", "http://127.0.0.1:" + p[3] + "/ingest");
+            assertTrue(!plain.contains("HTTP/1.1 200"), "plain HTTP is not served on the TLS port: " + plain);
+        }
     }
 
     // --- malformed input ---

@@ -533,6 +533,13 @@ public final class ProtHttpSr implements GObjBehavior {
                         "www-authenticate", "Bearer realm=\"gatehouse\"");
                 return;
             }
+            String encoding = r.headers().get(HttpHeaderNames.CONTENT_ENCODING);
+            if (encoding != null && !HttpHeaderValues.IDENTITY.contentEqualsIgnoreCase(encoding)) {
+                // a compressed body would only fail as bad JSON: say what is wrong instead
+                reject(q, HttpResponseStatus.UNSUPPORTED_MEDIA_TYPE, error("unsupported Content-Encoding: " + encoding),
+                        expectContinue);
+                return;
+            }
             long max = gobj.readLong(MAX_BODY_SIZE);
             long length = HttpUtil.getContentLength(r, -1L);
             if (length > max) {

@@ -611,6 +611,16 @@ class ProtHttpSrTest {
     }
 
     @Test
+    void shouldAnswer415ForACompressedBody() {
+        start("");
+        connect();
+        rx(post("/ingest", "\u001f\u008b", "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(415), statuses(out()));
+        rx(post("/ingest", "{}", "Content-Encoding: identity\r\n"));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
     void shouldAnswer404And405() {
         start("");
         connect();
