@@ -614,7 +614,7 @@ class ProtHttpSrTest {
     void shouldAnswer415ForACompressedBody() {
         start("");
         connect();
-        rx(post("/ingest", "\u001f\u008b", "Content-Encoding: gzip\r\n"));
+        rx(post("/ingest", "not-really-gzip", "Content-Encoding: gzip\r\n"));
         assertEquals(List.of(415), statuses(out()));
         rx(post("/ingest", "{}", "Content-Encoding: identity\r\n"));
         assertEquals(List.of(200), statuses(out()));
