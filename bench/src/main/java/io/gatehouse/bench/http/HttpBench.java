@@ -2,6 +2,7 @@ package io.gatehouse.bench.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.channel.ChannelGClass;
@@ -68,7 +69,8 @@ import java.util.stream.Stream;
  * answer), every request the same NDJSON body of {@code --batch} lines of about {@code --size} bytes. Configurations
  * are interleaved in rounds; medians and the ratio to (a) are printed.
  *
- * <pre>HttpBench [--rounds 3] [--connections 4] [--batch 100] [--size 128] [--warmup 2] [--duration 5]</pre>
+ * <pre>HttpBench [--rounds 3] [--connections 4] [--batch 100] [--size 128] [--warmup 2] [--duration 5] [--fsync none|interval|always]
+ *           [--sinks true|false]</pre>
  * Run from the repository root (the demo config is read from {@code runtime/felix/src/main/dist/conf}, or from
  * {@code -Dgatehouse.demo.config}).
  */
@@ -84,6 +86,10 @@ public final class HttpBench {
         int size = 128;
         double warmup = 2;
         double duration = 5;
+        /** fsync_policy of the demo's two C_QIOGATE; null = the demo's (interval). */
+        String fsync;
+        /** false: the demo's sinks are left out, the queues only fill (ingest and durable enqueue alone). */
+        boolean sinks = true;
     }
 
     record Result(String config, long msgs, long requests, long errors, double seconds) {
@@ -106,13 +112,16 @@ public final class HttpBench {
                 case "--size": o.size = Integer.parseInt(args[i + 1]); break;
                 case "--warmup": o.warmup = Double.parseDouble(args[i + 1]); break;
                 case "--duration": o.duration = Double.parseDouble(args[i + 1]); break;
+                case "--fsync": o.fsync = args[i + 1]; break;
+                case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         byte[] body = body(o.batch, o.size);
         System.out.printf(Locale.ROOT, "# http ingest: %d rounds, %d connections x 1 request in flight, %d lines of"
-                        + " ~%d B per request (%d B body), warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
-                o.rounds, o.connections, o.batch, o.size, body.length, o.warmup, o.duration,
+                        + " ~%d B per request (%d B body), fsync %s, sinks %s, warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
+                o.rounds, o.connections, o.batch, o.size, body.length, o.fsync == null ? "interval" : o.fsync,
+                o.sinks ? "in this JVM" : "none (the queues fill)", o.warmup, o.duration,
                 System.getProperty("java.version"), Runtime.getRuntime().availableProcessors(), loadAverage());
         Map<String, List<Result>> results = new LinkedHashMap<>();
         for (int r = 1; r <= o.rounds; r++) {
@@ -268,6 +277,19 @@ public final class HttpBench {
         vars.put("__sink0_port__", "" + ports[1]);
         vars.put("__sink1_port__", "" + ports[2]);
         vars.put("__http_port__", "" + ports[3]);
+        if (!o.sinks) {
+            ArrayNode services = (ArrayNode) cfg.get("services");
+            for (int i = services.size() - 1; i >= 0; i--) {
+                if (services.get(i).get("name").asText().startsWith("sink")
+                        || services.get(i).get("name").asText().startsWith("__sink")) services.remove(i);
+            }
+        }
+        if (o.fsync != null) {
+            for (JsonNode svc : cfg.get("services")) {
+                if (!svc.get("name").asText().equals("__output_side__")) continue;
+                for (JsonNode q : svc.get("children")) ((ObjectNode) q.get("kw")).put("fsync_policy", o.fsync);
+            }
+        }
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl();
              YunoRuntime rt = YunoRuntime.builder().name("httpbench").dataDir(data).gclasses(gclasses(queues))
                      .config(cfg).build().start()) {
