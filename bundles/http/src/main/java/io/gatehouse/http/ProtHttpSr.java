@@ -141,8 +141,11 @@ public final class ProtHttpSr implements GObjBehavior {
     static final String ST_WAIT_BODY = "ST_WAIT_BODY";
     static final String ST_IDLE = St.ST_IDLE;
 
-    static final Fsm<ProtHttpSr> FSM = Fsm.<ProtHttpSr>builder()
-        .state(St.ST_DISCONNECTED)
+    static final Fsm<ProtHttpSr> FSM = buildFsm();
+
+    private static Fsm<ProtHttpSr> buildFsm() {
+        Fsm.Builder<ProtHttpSr> b = Fsm.builder();
+        b.state(St.ST_DISCONNECTED)
             .on(Ev.EV_CONNECTED,     ProtHttpSr::acConnected,      ST_WAIT_HEADERS)
             .on(Ev.EV_DISCONNECTED,  ProtHttpSr::acDisconnected)
             .on(Ev.EV_TIMEOUT,       ProtHttpSr::acTimeoutWaitDisconnected)
@@ -152,38 +155,23 @@ public final class ProtHttpSr implements GObjBehavior {
             .ignore(Ev.EV_RX_DATA)   // bytes of a read that followed our own close
             .ignore(Ev.EV_PAUSE_INPUT)
             .ignore(Ev.EV_RESUME_INPUT)
-            .ignore(Ev.EV_TX_READY)
-        .state(ST_WAIT_HEADERS)
-            .on(Ev.EV_RX_DATA,       ProtHttpSr::acRxData)
-            .on(Ev.EV_SEND_MESSAGE,  ProtHttpSr::acAck)
-            .on(Ev.EV_TIMEOUT,       ProtHttpSr::acTimeout)
-            .on(Ev.EV_DISCONNECTED,  ProtHttpSr::acDisconnected)
-            .on(Ev.EV_DROP,          ProtHttpSr::acDrop)
-            .on(Ev.EV_PAUSE_INPUT,   ProtHttpSr::acPauseInput)
-            .on(Ev.EV_RESUME_INPUT,  ProtHttpSr::acResumeInput)
-            .ignore(Ev.EV_TX_READY)
-        .state(ST_WAIT_BODY)
-            .enteredByAction()
-            .on(Ev.EV_RX_DATA,       ProtHttpSr::acRxData)
-            .on(Ev.EV_SEND_MESSAGE,  ProtHttpSr::acAck)
-            .on(Ev.EV_TIMEOUT,       ProtHttpSr::acTimeout)
-            .on(Ev.EV_DISCONNECTED,  ProtHttpSr::acDisconnected)
-            .on(Ev.EV_DROP,          ProtHttpSr::acDrop)
-            .on(Ev.EV_PAUSE_INPUT,   ProtHttpSr::acPauseInput)
-            .on(Ev.EV_RESUME_INPUT,  ProtHttpSr::acResumeInput)
-            .ignore(Ev.EV_TX_READY)
-        .state(ST_IDLE)
-            .enteredByAction()
-            .on(Ev.EV_RX_DATA,       ProtHttpSr::acRxData)
-            .on(Ev.EV_SEND_MESSAGE,  ProtHttpSr::acAck)
-            .on(Ev.EV_TIMEOUT,       ProtHttpSr::acTimeout)
-            .on(Ev.EV_DISCONNECTED,  ProtHttpSr::acDisconnected)
-            .on(Ev.EV_DROP,          ProtHttpSr::acDrop)
-            .on(Ev.EV_PAUSE_INPUT,   ProtHttpSr::acPauseInput)
-            .on(Ev.EV_RESUME_INPUT,  ProtHttpSr::acResumeInput)
-            .ignore(Ev.EV_TX_READY)
-        .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
-        .build();
+            .ignore(Ev.EV_TX_READY);
+        // The connected states take the same events: what a read or a timeout means in each (headers, body, between
+        // requests) is decided by the actions from the state, so the rows are written once.
+        for (String st : new String[] {ST_WAIT_HEADERS, ST_WAIT_BODY, ST_IDLE}) {
+            Fsm.StateBuilder<ProtHttpSr> s = b.state(st);
+            if (!st.equals(ST_WAIT_HEADERS)) s.enteredByAction();
+            s.on(Ev.EV_RX_DATA,       ProtHttpSr::acRxData)
+             .on(Ev.EV_SEND_MESSAGE,  ProtHttpSr::acAck)
+             .on(Ev.EV_TIMEOUT,       ProtHttpSr::acTimeout)
+             .on(Ev.EV_DISCONNECTED,  ProtHttpSr::acDisconnected)
+             .on(Ev.EV_DROP,          ProtHttpSr::acDrop)
+             .on(Ev.EV_PAUSE_INPUT,   ProtHttpSr::acPauseInput)
+             .on(Ev.EV_RESUME_INPUT,  ProtHttpSr::acResumeInput)
+             .ignore(Ev.EV_TX_READY);
+        }
+        return b.publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE).build();
+    }
 
     // --- Spec ---
 
