@@ -218,7 +218,12 @@ public final class MemTrQueueFactory implements TrQueueFactory {
 
         /** Everything appended so far is durable: tell the listeners. */
         public void makeDurable() {
-            durable = tp.rows.size();
+            makeDurable(tp.rows.size());
+        }
+
+        /** The records up to {@code rowid} are durable (an fsync that covered part of what was written). */
+        public void makeDurable(long rowid) {
+            durable = Math.max(durable, Math.min(rowid, tp.rows.size()));
             long gen = tp.generation;
             long d = durable;
             for (Object[] l : listeners) {

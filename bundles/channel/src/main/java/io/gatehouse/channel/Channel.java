@@ -22,7 +22,8 @@ import io.netty.buffer.ByteBuf;
  * C_CHANNEL: turns a tube (protocol + transport, its bottom) into one endpoint that is open or closed, counts
  * the messages that go through it and computes their rates when its stats are read.
  *
- * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with the rate rule of seeds/000.
+ * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with rates computed when the stats are
+ * read, over the milliseconds since the previous read ({@link RateWindow}; docs/GATES.md, "Message rates").
  *
  * <pre>
  *   ST_CLOSED  --EV_ON_OPEN-->  ST_OPENED  --EV_ON_CLOSE-->  ST_CLOSED
@@ -211,8 +212,9 @@ public final class Channel implements GObjBehavior {
     }
 
     /**
-     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001 input thresholds): the consumer's credit goes down to the
-     * protocol or transport that reads the socket; a stack that has no thresholds ignores it. Closed: ignored.
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (input flow control): the consumer's credit goes down to the protocol or
+     * transport that reads the socket, which stops or resumes reading it; a stack that has no input thresholds
+     * ignores it. Closed: ignored.
      */
     private int acFlowControl(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();

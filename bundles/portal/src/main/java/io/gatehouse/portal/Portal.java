@@ -24,11 +24,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * C_PORTAL: a link from this hub to another hub (Stem's portal, seeds/003). It connects to the other hub's
- * control endpoint over a C_PROT_TCP4H child (which makes its C_TCP; both found by gclass name), says this hub's
- * name, learns the other's from its answer, and from then on is the registry's link to that hub (and to what
- * its {@code alias}es name, e.g. {@code DEFAULT}). Messages arriving on it are delivered by the registry; the
- * transport reconnects as C_TCP does ({@code timeout_between_connections}, optional backoff).
+ * C_PORTAL: a link from this hub to another hub, for the hub registry (docs/CONTROL.md). It connects to the
+ * other hub's control endpoint over a C_PROT_TCP4H child (which makes its C_TCP; both found by gclass name), says
+ * this hub's name, learns the other's from its answer, and from then on is the registry's link to that hub (and
+ * to what its {@code alias}es name, e.g. {@code DEFAULT}). Messages arriving on it are delivered by the registry;
+ * the transport reconnects as C_TCP does ({@code timeout_between_connections}, optional backoff). No C original:
+ * after the portals of the Stem registry notes.
  *
  * <pre>
  *  ST_DISCONNECTED --EV_ON_OPEN (hello sent)--&gt; ST_WAIT_HELLO --hello answer--&gt; ST_CONNECTED
@@ -38,6 +39,9 @@ import java.util.List;
  *
  * Wire (TCP4H frames, JSON): {@code {"__portal__":"hello","hub":NAME,"token"?:T}} both ways once, then registry
  * messages {@code {"to","from","type","command"?,"kw"?,"id"?,"hops"?}} in both directions.
+ *
+ * <p>A hello that fails at every reconnect (refused, unanswered, the wrong hub) is said once until the portal
+ * links, and the link then says how many attempts failed; frames that are not JSON are said once per streak.
  */
 public final class Portal implements GObjBehavior, Registry.Link {
     public static final String GCLASS = "C_PORTAL";
@@ -68,6 +72,10 @@ public final class Portal implements GObjBehavior, Registry.Link {
             "Frames received that were not JSON objects (logged, ignored)");
     static final Attr<Long> CONNXS = Attr.counter("connxs", 0, "Links opened (hello answered)");
 
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
+
     // --- FSM ---
 
     static final String ST_WAIT_HELLO = "ST_WAIT_HELLO";
@@ -92,10 +100,11 @@ public final class Portal implements GObjBehavior, Registry.Link {
     // --- Spec ---
 
     public static final GClassSpec<Portal> SPEC = GClassSpec.builder(GCLASS, Portal.class)
-            .description("Link to another hub (seeds/003 portal): hello with the hub names, then registry messages")
+            .description("Link to another hub for the hub registry: hello with the hub names, then registry messages")
             .attrs(URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO,
                     CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS)
             .fsm(FSM)
+            .traceLevel(TRACE_MESSAGES, "Trace every registry message sent to or received from the other hub")
             .linkUp(CONNECTED)
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(Portal::new)
@@ -103,12 +112,16 @@ public final class Portal implements GObjBehavior, Registry.Link {
 
     // --- Private data ---
 
+    /** While the transport gclass is not registered, the portal asks again this often, ms. */
+    private static final long TRANSPORT_RETRY_MS = 1000;
+
     private final GObj gobj;
-    private final List<String> aliases = new ArrayList<>();
     private Cancellable timer = Cancellable.NONE;
-    /** The last refusal logged: the same one again (every reconnect) is not logged twice in a row. */
-    private String lastRefusal = "";
-    private boolean waitingLogged;
+    private final Streak waitingTransport = new Streak();
+    private final Streak refused = new Streak();
+    private final Streak badHello = new Streak();
+    private final Streak unanswered = new Streak();
+    private final Streak badFrames = new Streak();
 
     public Portal(GObj gobj) {
         this.gobj = gobj;
@@ -120,9 +133,6 @@ public final class Portal implements GObjBehavior, Registry.Link {
     public void onCreate() {
         String url = gobj.read(URL);
         if (url == null || url.isEmpty()) throw new IllegalArgumentException("C_PORTAL needs 'url' (tcp://host:port)");
-        JsonNode a = gobj.read(ALIAS);
-        if (a != null && a.isTextual() && !a.asText().isEmpty()) aliases.add(a.asText());
-        if (a != null && a.isArray()) a.forEach(x -> aliases.add(x.asText()));
     }
 
     @Override
@@ -132,7 +142,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             Glog.error(gobj, "No registry in this yuno", "msgset", "internal_error");
             return -1;
         }
-        for (String alias : aliases) r.aliasLink(alias, this);
+        for (String alias : aliases()) r.aliasLink(alias, this);
         startBottom();
         return 0;
     }
@@ -142,7 +152,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         clearTimer();
         unlink();
         Registry r = registry();
-        if (r != null) for (String alias : aliases) r.unaliasLink(alias, this);
+        if (r != null) for (String alias : aliases()) r.unaliasLink(alias, this);
         GObj bottom = gobj.bottom();
         if (bottom != null && bottom.isRunning()) bottom.stop();
         return 0;
@@ -154,11 +164,11 @@ public final class Portal implements GObjBehavior, Registry.Link {
         Registry r = registry();
         if (r != null) {
             r.removeLink(this);
-            for (String alias : aliases) r.unaliasLink(alias, this);
+            for (String alias : aliases()) r.unaliasLink(alias, this);
         }
     }
 
-    // --- Registry.Link ---
+    // The registry's side of the link (Registry.Link): called by core's registry on the core thread.
 
     @Override
     public String describe() {
@@ -174,77 +184,12 @@ public final class Portal implements GObjBehavior, Registry.Link {
     @Override
     public boolean send(ObjectNode msg) {
         if (!isOpen() || gobj.bottom() == null) return false;
+        if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "-> message", "msg", Kw.toJson(msg));
         // C_PROT_TCP4H frames a kw without gbuffer as its JSON; the registry keeps reading msg after this call.
         int r = gobj.bottom().send(Ev.EV_SEND_MESSAGE, msg.deepCopy(), gobj);
         if (r < 0) return false;
         gobj.inc(TX_MSGS);
         return true;
-    }
-
-    // --- Local methods ---
-
-    private Registry registry() {
-        return gobj.yuno().lookup(Registry.class);
-    }
-
-    private void clearTimer() {
-        timer.cancel();
-        timer = Cancellable.NONE;
-    }
-
-    /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried every second. */
-    private void startBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom == null) {
-            ObjectNode tcpKw = Kw.create();
-            tcpKw.put("timeout_between_connections", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS));
-            tcpKw.put("timeout_between_connections_max", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX));
-            ObjectNode kw = Kw.create();
-            kw.put("url", gobj.read(URL));
-            kw.set("tcp_kw", tcpKw);
-            // At framework start the transport bundles may register after this one: wait for them quietly.
-            bottom = gobj.yuno().gclass(GClassNames.C_PROT_TCP4H) == null ? null
-                    : gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
-            if (bottom == null) {
-                if (!waitingLogged) {
-                    waitingLogged = true;
-                    Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
-                }
-                // The transport gclass is not registered (yet): try again, the portal stays disconnected meanwhile.
-                clearTimer();
-                timer = gobj.setTimeout(1000, Ev.EV_TIMEOUT, null);
-                return;
-            }
-            if (!bottom.subscribers().contains(gobj)) bottom.subscribe(null, gobj);
-            gobj.setBottom(bottom);
-        }
-        if (!bottom.isRunning()) bottom.start();
-    }
-
-    private void unlink() {
-        Registry r = registry();
-        if (r != null) r.removeLink(this);
-        gobj.setBool(CONNECTED, false);
-    }
-
-    private void drop() {
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
-    }
-
-    private ObjectNode parse(ObjectNode kw) {
-        ByteBuf b = Kw.takeGbuffer(kw);
-        try {
-            if (b == null) return kw;
-            return Kw.parse(b);
-        } catch (IOException e) {
-            gobj.inc(BAD_MSGS);
-            Glog.error(gobj, "Portal message is not a JSON object, ignored", "msgset", "protocol_error",
-                    "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
-            return null;
-        } finally {
-            if (b != null) b.release();
-        }
     }
 
     // --- Actions ---
@@ -266,30 +211,36 @@ public final class Portal implements GObjBehavior, Registry.Link {
         if (m == null) return 0;
         String what = Kw.getString(m, "__portal__", "");
         if (what.equals("error")) {
-            String comment = Kw.getString(m, "comment", "");
-            if (!comment.equals(lastRefusal)) {
-                lastRefusal = comment;
+            if (refused.hit()) {
                 Glog.error(gobj, "The other hub refused the portal (said once until it links)", "msgset",
-                        "protocol_error", "url", gobj.read(URL), "comment", comment);
+                        "protocol_error", "url", gobj.read(URL), "comment", Kw.getString(m, "comment", ""));
             }
             drop();
             return 0;
         }
         String remote = Kw.getString(m, "hub", "");
         if (!what.equals("hello") || remote.isEmpty()) {
-            Glog.error(gobj, "Portal hello expected, link dropped", "msgset", "protocol_error", "got", Kw.toJson(m));
+            if (badHello.hit()) {
+                Glog.error(gobj, "Portal hello expected, link dropped (said once until it links)", "msgset",
+                        "protocol_error", "got", Kw.toJson(m));
+            }
             drop();
             return 0;
         }
         String expected = gobj.read(HUB);
         if (expected != null && !expected.isEmpty() && !expected.equals(remote)) {
-            Glog.error(gobj, "The other hub has not the expected name, link dropped", "msgset", "protocol_error",
-                    "expected", expected, "remote_hub", remote);
+            if (badHello.hit()) {
+                Glog.error(gobj, "The other hub has not the expected name, link dropped (said once until it links)",
+                        "msgset", "protocol_error", "expected", expected, "remote_hub", remote);
+            }
             drop();
             return 0;
         }
         clearTimer();
-        lastRefusal = "";
+        if (refused.active() || badHello.active() || unanswered.active()) {
+            Glog.info(gobj, "Portal linked after failed hellos", "remote_hub", remote, "refused", refused.end(),
+                    "bad_hello", badHello.end(), "unanswered", unanswered.end());
+        }
         gobj.changeState(St.ST_CONNECTED);
         gobj.set(REMOTE_HUB, remote);
         gobj.setBool(CONNECTED, true);
@@ -299,8 +250,10 @@ public final class Portal implements GObjBehavior, Registry.Link {
     }
 
     private int acHelloTimeout(String event, ObjectNode kw, GObj src) {
-        Glog.warn(gobj, "The other hub did not answer the hello, link dropped", "msgset", "protocol_error",
-                "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
+        if (unanswered.hit()) {
+            Glog.warn(gobj, "The other hub did not answer the hello, link dropped (said once until it links)",
+                    "msgset", "protocol_error", "url", gobj.read(URL), "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
+        }
         drop();
         return 0;
     }
@@ -315,6 +268,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         ObjectNode m = parse(kw);
         if (m == null) return 0;
         gobj.inc(RX_MSGS);
+        if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "<- message", "msg", Kw.toJson(m));
         if (m.has("__portal__")) {
             if (Kw.getString(m, "__portal__", "").equals("error")) {
                 Glog.error(gobj, "The other hub reports an error", "comment", Kw.getString(m, "comment", ""));
@@ -343,5 +297,87 @@ public final class Portal implements GObjBehavior, Registry.Link {
     private int acRetryBottom(String event, ObjectNode kw, GObj src) {
         if (gobj.isRunning()) startBottom();
         return 0;
+    }
+
+    // --- Local methods ---
+
+    /** The aliases of {@code alias}: a name, or a list of names. */
+    private List<String> aliases() {
+        List<String> out = new ArrayList<>();
+        JsonNode a = gobj.read(ALIAS);
+        if (a != null && a.isTextual() && !a.asText().isEmpty()) out.add(a.asText());
+        if (a != null && a.isArray()) a.forEach(x -> out.add(x.asText()));
+        return out;
+    }
+
+    private Registry registry() {
+        return gobj.yuno().lookup(Registry.class);
+    }
+
+    private void clearTimer() {
+        timer.cancel();
+        timer = Cancellable.NONE;
+    }
+
+    /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried while it cannot. */
+    private void startBottom() {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            ObjectNode tcpKw = Kw.create();
+            tcpKw.put("timeout_between_connections", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS));
+            tcpKw.put("timeout_between_connections_max", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX));
+            ObjectNode kw = Kw.create();
+            kw.put("url", gobj.read(URL));
+            kw.set("tcp_kw", tcpKw);
+            // At framework start the transport bundles may register after this one: wait for them quietly.
+            bottom = gobj.yuno().gclass(GClassNames.C_PROT_TCP4H) == null ? null
+                    : gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
+            if (bottom == null) {
+                if (waitingTransport.hit()) {
+                    Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
+                }
+                clearTimer();
+                timer = gobj.setTimeout(TRANSPORT_RETRY_MS, Ev.EV_TIMEOUT, null);
+                return;
+            }
+            if (waitingTransport.active()) {
+                Glog.info(gobj, "Transport gclass registered: connecting", "gclass", GClassNames.C_PROT_TCP4H,
+                        "tries", waitingTransport.end());
+            }
+            if (!bottom.subscribers().contains(gobj)) bottom.subscribe(null, gobj);
+            gobj.setBottom(bottom);
+        }
+        if (!bottom.isRunning()) bottom.start();
+    }
+
+    private void unlink() {
+        Registry r = registry();
+        if (r != null) r.removeLink(this);
+        gobj.setBool(CONNECTED, false);
+    }
+
+    private void drop() {
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
+    }
+
+    /** The JSON object of a frame, or null (said once per streak of frames that are not). */
+    private ObjectNode parse(ObjectNode kw) {
+        ByteBuf b = Kw.takeGbuffer(kw);
+        try {
+            if (b == null) return kw;
+            ObjectNode m = Kw.parse(b);
+            if (badFrames.active()) Glog.info(gobj, "Portal frames are JSON again", "bad_frames", badFrames.end());
+            return m;
+        } catch (IOException e) {
+            gobj.inc(BAD_MSGS);
+            if (badFrames.hit()) {
+                Glog.error(gobj, "Portal message is not a JSON object, ignored (said once until a JSON one comes)",
+                        "msgset", "protocol_error", "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
+            }
+            return null;
+        } finally {
+            if (b != null) b.release();
+        }
     }
 }

@@ -24,17 +24,17 @@ import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueException;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.qiogate.InFlightWindow.InFlight;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -43,28 +43,28 @@ import java.util.Map;
  * C_QIOGATE: a persistent queue with acks in front of one bottom (a C_IOGATE). Every message is appended to
  * its trqueue topic before it is sent; messages go down in rowid order, at most {@code max_pending_acks} in
  * flight (the credit window, replenished by acks); the receiver's ack (the message's {@code __md_trq__} echoed
- * back with {@code result}) clears it from the queue. Port of {@code kernel/c/root-linux/src/c_qiogate.c}
- * @6043415, with the seeds' fixes: a message not acked within {@code timeout_ack} is sent again with a
- * doubling backoff; a negative {@code result} (nack) is retried later instead of dropped; stats answer the
- * envelope and carry {@code msgs_in_queue} and {@code pending_acks}.
+ * back with {@code result}) clears it from the queue.
+ *
+ * <p>Port of {@code kernel/c/root-linux/src/c_qiogate.c} @6043415, with what the C code lacks: a message not
+ * acked within {@code timeout_ack} is sent again with a doubling backoff; a negative {@code result} (nack) is
+ * retried after {@code retry_delay} instead of dropped; a window in bytes beside the one in messages; stats
+ * answer the envelope and carry {@code msgs_in_queue} and {@code pending_acks}.
  *
  * <p>Single state ST_IDLE. Inputs: EV_SEND_MESSAGE (enqueue, from anyone), EV_ON_OPEN / EV_ON_CLOSE /
  * EV_ON_MESSAGE (from the bottom: link state and acks), EV_TIMEOUT (the {@code timeout_poll} tick). No output
- * events: nothing is published upward.
+ * events: nothing is published upward. The window itself is an {@link InFlightWindow}; the senders waiting for
+ * durability are {@link DurableWaits}.
  *
  * <p>Durability: C_QIOGATE {@link GClassSpec#confirmsDurability() confirms durability}. A message whose kw carries
  * a {@link Kw#DURABLE} dict gets {@link Ev#EV_ON_DURABLE} sent back to its sender, with that dict, once the
  * appended record is durable per the queue's fsync policy: on the core thread, never inside the send call, and
- * never when the append failed.
+ * never for a message that was refused or whose append failed.
+ *
+ * <p>Faults that repeat per message or per ack (appends refused, the bottom refusing, nacks, acks without a
+ * result, stray acks, unreadable records, the queue-size alert) are logged once when they start and once when
+ * they end, with how many times they happened.
  */
 public final class QIoGate implements GObjBehavior {
-
-    // --- Constants ---
-
-    /** Soft mark of a message in flight (sent, waiting for its ack). */
-    static final long MARK_INFLIGHT = 0x0001;
-    /** Soft mark of a message whose record cannot be read: it stays pending on disk and is skipped. */
-    static final long MARK_UNREADABLE = 0x0100;
 
     // --- Attributes ---
 
@@ -124,6 +124,9 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> ENQUEUE_ERRORS = Attr.counter("enqueue_errors", AttrFlag.RSTATS,
             "Messages refused because they could not be stored");
 
+    /** The counters that {@code stats=__reset__} zeroes, in the order stats list them. */
+    private static final List<Attr<Long>> COUNTERS = List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS);
+
     // --- Trace levels ---
 
     static final String TRACE_MESSAGES = "messages";
@@ -167,8 +170,8 @@ public final class QIoGate implements GObjBehavior {
                     QIoGate::cmdMarkNotPending, PM_KEY, PM_FROM_ROWID, PM_TO_ROWID)
             .command("view-queue", "The queue's state: size, window, oldest messages in flight with their retries",
                     QIoGate::cmdViewQueue, Param.integer("limit", "20", "Messages in flight to list"))
-            .traceLevel(TRACE_MESSAGES, "Trace every message enqueued and sent, with its rowid and retries")
-            .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: acks, nacks and resends")
+            .traceLevel(TRACE_MESSAGES, "Trace every message enqueued, sent and sent again, with its rowid and retries")
+            .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: every ack and nack, and every resend")
             .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
             .confirmsDurability()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
@@ -177,70 +180,48 @@ public final class QIoGate implements GObjBehavior {
 
     // --- Private data ---
 
-    /** One message in flight: sent on the current link, waiting for its ack. */
-    private static final class InFlight {
-        final QueueMessage msg;
-        long sentAtMs;
-        long dueMs;
-        int retries;
-        /** Size of the message on the wire, counted in the byte window while it is in flight. */
-        long bytes;
-        /** Nacked: sent again at dueMs because of the nack, not because the ack timed out. */
-        boolean nacked;
-
-        InFlight(QueueMessage msg) {
-            this.msg = msg;
-        }
-    }
-
-    /** A sender waiting for EV_ON_DURABLE: told once its record is durable. */
-    private static final class DurableWait {
-        final long generation;
-        final long rowid;
-        final GObj sender;
-        final ObjectNode durable;
-
-        DurableWait(long generation, long rowid, GObj sender, ObjectNode durable) {
-            this.generation = generation;
-            this.rowid = rowid;
-            this.sender = sender;
-            this.durable = durable;
-        }
-    }
-
     private final GObj gobj;
     private final TrQueueFactory factoryFromService;
+    private final DurableWaits durableWaits;
 
+    /** The open queue and its window: both set by openQueue, both null once closed. */
     private TrQueue trq;
-    private int systemFlag;
-    /** Messages in flight by rowid, in send order. Bounded by max_pending_acks. */
-    private final LinkedHashMap<Long, InFlight> inflight = new LinkedHashMap<>();
-    /** The highest rowid sent since the link opened (every unacked message below it is in flight); -1 none. */
-    private long frontierRowid = -1;
-    private final ArrayDeque<DurableWait> durableWaits = new ArrayDeque<>();
+    private InFlightWindow window;
+    /** The open queue keeps its {@code t} in milliseconds ({@code sf_t_ms}): how it was opened, fixed until closed. */
+    private boolean tInMs;
+
+    /** Open channels of the bottom gate: the link is up while one is. */
     private int channelsOpen;
     private Cancellable pollTimer = Cancellable.NONE;
     private long lastBackupCheckMs;
-    private boolean backupRefusedSaid;
-    private boolean noBottomSaid;
-    /** Bytes of the messages in flight (the byte credit window). */
-    private long inflightBytes;
-    /** Appends refused in a row; the error is said for the first one only. */
-    private long refusedStreak;
     /** The largest size seen while the alert is on, said when it ends. */
     private long alertPeak;
+
+    private final Streak openFailed = new Streak();
+    private final Streak notJson = new Streak();
+    private final Streak notSaved = new Streak();
+    private final Streak noBottom = new Streak();
+    private final Streak bottomRefused = new Streak();
+    private final Streak unreadable = new Streak();
+    private final Streak badAck = new Streak();
+    private final Streak noResult = new Streak();
+    private final Streak strayAck = new Streak();
+    private final Streak nacked = new Streak();
+    private final Streak backupRefused = new Streak();
 
     QIoGate(GObj gobj, TrQueueFactory factory) {
         this.gobj = gobj;
         this.factoryFromService = factory;
+        this.durableWaits = new DurableWaits(gobj);
     }
 
     // --- Framework methods ---
 
     @Override
     public void onCreate() {
-        systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
-        FsyncPolicy.parse(gobj.read(FSYNC_POLICY)); // a bad value is a config error, here
+        // Bad values are config errors, said here with the node's path, not at the first message.
+        parseSystemFlag(gobj.read(SYSTEM_FLAG));
+        FsyncPolicy.parse(gobj.read(FSYNC_POLICY));
         if (gobj.readLong(TIMEOUT_POLL) <= 0) throw new IllegalArgumentException("timeout_poll must be > 0 ms");
     }
 
@@ -256,7 +237,6 @@ public final class QIoGate implements GObjBehavior {
         }
         lastBackupCheckMs = now();
         pollTimer = gobj.setPeriodic(gobj.readLong(TIMEOUT_POLL), Ev.EV_TIMEOUT);
-        refreshStats();
         return 0;
     }
 
@@ -276,53 +256,308 @@ public final class QIoGate implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
+        if (attr.equals(TIMEOUT_ACK.name()) && gobj.readLong(TIMEOUT_ACK) <= 0) {
+            throw new IllegalArgumentException("timeout_ack must be > 0 s");
+        }
         if (attr.equals(MAX_PENDING_ACKS.name()) || attr.equals(MAX_PENDING_BYTES.name())) sendBatch();
         if (attr.equals(ALERT_QUEUE_SIZE.name()) || attr.equals(DISABLE_ALERT.name())) checkAlert(false);
     }
+
+    /** The gauges, computed from the queue and the window when someone reads them. */
+    @Override
+    public void onReadAttrs() {
+        gobj.setLong(MSGS_IN_QUEUE, trq == null ? 0 : trq.size());
+        gobj.setLong(PENDING_ACKS, window == null ? 0 : window.size());
+        gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
+    }
+
+    /**
+     * The bottom's stats (asked as its parent, the envelope unwrapped) plus the queue's: {@code msgs_in_queue},
+     * {@code pending_acks}, {@code oldest_pending_age_ms}, {@code alert}, {@code retries}, {@code nacks},
+     * {@code acks}, {@code ignored_acks}, {@code enqueued}, {@code enqueue_errors}; in the envelope.
+     */
+    @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        ObjectNode data = Kw.create();
+        GObj b = bottom();
+        if (b != null) {
+            ObjectNode bs = b.stats(filter, kw, gobj);
+            JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
+            if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
+        }
+        if ("__reset__".equals(filter)) {
+            for (Attr<Long> a : COUNTERS) gobj.setLong(a, 0);
+        }
+        onReadAttrs();
+        for (Attr<Long> a : List.of(MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS)) data.put(a.name(), gobj.readLong(a));
+        data.put(ALERT.name(), gobj.readBool(ALERT));
+        for (Attr<Long> a : COUNTERS) data.put(a.name(), gobj.readLong(a));
+        return Envelope.ok(data);
+    }
+
+    // --- Commands ---
+
+    /**
+     * queue_mark_pending: rows in the range become pending (loaded into the queue if needed) and are sent again
+     * in rowid order. queue_mark_notpending: rows in the range stop being pending and leave the queue (those in
+     * flight too). Run live, on the core thread: no pause needed.
+     */
+    private ObjectNode cmdMarkPending(ObjectNode kw, GObj src) {
+        return markPending(kw, true);
+    }
+
+    private ObjectNode cmdMarkNotPending(ObjectNode kw, GObj src) {
+        return markPending(kw, false);
+    }
+
+    private ObjectNode markPending(ObjectNode kw, boolean pending) {
+        long from = Kw.getLong(kw, "from-rowid", 0);
+        long to = Kw.getLong(kw, "to-rowid", 0);
+        if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
+        if (trq == null && openQueue() < 0) return Envelope.error("queue not open");
+        long last = trq.lastRowid();
+        if (to <= 0 || to > last) to = last;
+        if (from > to) {
+            return Envelope.ok("0 messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
+        }
+        int n = 0;
+        if (pending) {
+            for (long r = from; r <= to; r++) {
+                QueueMessage m = trq.getByRowid(r);
+                if (m == null) {
+                    trq.loadAll(r, r);
+                    m = trq.getByRowid(r);
+                }
+                if (m == null) continue;
+                if ((m.userFlag() & TrQueue.MSG_PENDING) == 0) {
+                    if (trq.setHardFlag(m, TrQueue.MSG_PENDING, true) < 0) continue;
+                }
+                n++;
+            }
+            // Rows below the frontier may have come back: walk again from the oldest.
+            window.rewind();
+        } else {
+            List<QueueMessage> hit = new ArrayList<>();
+            for (QueueMessage m = trq.getByRowid(from) != null ? trq.getByRowid(from) : firstAtOrAfter(from);
+                 m != null && m.rowid() <= to; m = trq.next(m)) {
+                hit.add(m);
+            }
+            for (QueueMessage m : hit) {
+                window.drop(m.rowid());
+                if (trq.unload(m, 0) == 0) n++;
+            }
+        }
+        checkAlert(false);
+        sendBatch();
+        return Envelope.ok(n + " messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
+    }
+
+    private QueueMessage firstAtOrAfter(long rowid) {
+        for (QueueMessage m = trq.first(); m != null; m = trq.next(m)) {
+            if (m.rowid() >= rowid) return m;
+        }
+        return null;
+    }
+
+    private ObjectNode cmdViewQueue(ObjectNode kw, GObj src) {
+        ObjectNode d = Kw.create();
+        d.put("topic_name", gobj.read(TOPIC_NAME));
+        d.put("path", queuesPath().resolve(database()).toString());
+        d.put("open", trq != null);
+        d.put("link_open", opened());
+        d.put(MSGS_IN_QUEUE.name(), trq == null ? 0 : trq.size());
+        d.put(PENDING_ACKS.name(), window == null ? 0 : window.size());
+        d.put(MAX_PENDING_ACKS.name(), gobj.readLong(MAX_PENDING_ACKS));
+        d.put("pending_bytes", window == null ? 0 : window.bytes());
+        d.put(MAX_PENDING_BYTES.name(), gobj.readLong(MAX_PENDING_BYTES));
+        d.put(OLDEST_PENDING_AGE_MS.name(), oldestAgeMs());
+        var arr = d.putArray("inflight");
+        if (trq != null) {
+            d.put("generation", trq.generation());
+            d.put("topic_size", trq.topicSize());
+            d.put("durable_rowid", trq.durableRowid());
+            d.put("fsync_policy", trq.fsyncPolicy().name().toLowerCase(Locale.ROOT));
+            long limit = Kw.getLong(kw, "limit", 20);
+            long now = now();
+            for (InFlight f : window.inOrder()) {
+                if (arr.size() >= limit) break;
+                ObjectNode o = arr.addObject();
+                o.put("rowid", f.rowid());
+                o.put("retries", f.retries);
+                o.put("sent_ms_ago", now - f.sentAtMs);
+                o.put("due_in_ms", f.dueMs - now);
+            }
+        }
+        return Envelope.ok(d);
+    }
+
+    // --- Actions ---
+
+    /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
+    private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
+        JsonNode durable = kw.remove(Kw.DURABLE);
+        ObjectNode msg = messageOf(kw);
+        if (msg == null || (trq == null && openQueue() < 0)) {
+            gobj.inc(ENQUEUE_ERRORS);
+            return -1;
+        }
+        long epochMs = gobj.yuno().clock().epochMillis();
+        QueueMessage m = trq.append(tInMs ? epochMs : epochMs / 1000, msg, 0);
+        if (m == null) {
+            // Disk full, message too large, I/O error: the sender is told (-1) and never gets EV_ON_DURABLE, so an
+            // upstream producer is not acked and sends again. A full disk refuses thousands of messages a second,
+            // and the store has logged why.
+            if (notSaved.hit()) {
+                Glog.error(gobj, "Message NOT SAVED in the queue: messages are refused until an append works",
+                        "topic_name", trq.topicName(), "msgs_in_queue", trq.size());
+            }
+            gobj.inc(ENQUEUE_ERRORS);
+            return -1;
+        }
+        if (notSaved.active()) Glog.info(gobj, "Messages saved in the queue again", "refused", notSaved.end());
+        gobj.inc(ENQUEUED);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
+        }
+        if (durable instanceof ObjectNode && src != null) {
+            durableWaits.add(m.generation(), m.rowid(), src, (ObjectNode) durable);
+            if (trq.durableRowid() >= m.rowid()) {
+                // Already durable (fsync policy none or always): told on a later turn of the loop, never here.
+                final TrQueue q = trq;
+                gobj.yuno().eventLoop().execute(() -> drainDurable(q));
+            }
+        }
+        checkAlert(false);
+        sendBatch();
+        return 0;
+    }
+
+    /** EV_ON_MESSAGE from the bottom: an ack (or a nack) of a message sent. */
+    private int acOnMessage(String event, ObjectNode kw, GObj src) {
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            Kw.release(kw);
+            return -1;
+        }
+        ObjectNode ack = kw;
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf != null) {
+            try {
+                ack = Kw.parse(buf);
+            } catch (IOException e) {
+                gobj.inc(IGNORED_ACKS);
+                if (badAck.hit()) {
+                    Glog.error(gobj, "Bad ack: not a JSON object (said once until a valid ack comes)",
+                            "error", String.valueOf(e.getMessage()), "dump", dump(buf));
+                }
+                return -1;
+            } finally {
+                buf.release();
+            }
+        }
+        int r = processAck(ack);
+        sendBatch();
+        return r;
+    }
+
+    /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
+    private int acOnOpen(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            return -1;
+        }
+        channelsOpen++;
+        if (channelsOpen == 1 && window != null) window.rewind();
+        sendBatch();
+        return 0;
+    }
+
+    /**
+     * EV_ON_CLOSE from the bottom: whatever was in flight is lost with the link. Every message goes back to
+     * "not sent" and is sent again, in rowid order, on the next open (or now, over another open channel of the
+     * bottom gate).
+     */
+    private int acOnClose(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            return -1;
+        }
+        channelsOpen = Math.max(0, channelsOpen - 1);
+        if (window != null) window.clear();
+        sendBatch();
+        return 0;
+    }
+
+    /** EV_TIMEOUT (timeout_poll): resend what timed out or was nacked, send what waits, check the backup. */
+    private int acTimeout(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (trq == null) return 0;
+        long now = now();
+        if (opened()) resendDue(now);
+        sendBatch();
+        if (now - lastBackupCheckMs >= gobj.readLong(TIMEOUT_BACKUP) * 1000L) {
+            lastBackupCheckMs = now;
+            checkBackup();
+        }
+        return 0;
+    }
+
+    // --- Local methods ---
 
     private TrQueueFactory factory() {
         if (factoryFromService != null) return factoryFromService;
         return gobj.yuno().lookup(TrQueueFactory.class);
     }
 
-    /** Opens the topic and loads its pending messages (a restart: they are all sent again). */
+    /**
+     * Opens the topic and loads its pending messages (a restart: they are all sent again). A queue that cannot
+     * open is said once until it opens: every message tries again, and each would say it.
+     */
     private int openQueue() {
         if (trq != null) return 0;
         TrQueueFactory f = factory();
         if (f == null) {
-            Glog.error(gobj, "No TrQueueFactory: the trqueue bundle is missing");
+            if (openFailed.hit()) {
+                Glog.error(gobj, "No TrQueueFactory: the trqueue bundle is missing; messages are refused");
+            }
             return -1;
         }
         Path dir = queuesPath();
         String db = database();
+        int systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
         TrQueueOptions opts = TrQueueOptions.defaults()
                 .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
                 .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
         TrQueue q;
+        String error;
         try {
             q = f.open(dir, db, gobj.read(TOPIC_NAME), gobj.read(TKEY), systemFlag,
                     gobj.readLong(BACKUP_QUEUE_SIZE), opts);
+            error = "";
         } catch (TrQueueException | IllegalArgumentException e) {
-            Glog.error(gobj, "Cannot open the queue", "tranger_path", dir.toString(), "tranger_database", db,
-                    "topic_name", gobj.read(TOPIC_NAME), "error", String.valueOf(e.getMessage()));
-            return -1;
+            q = null;
+            error = String.valueOf(e.getMessage());
         }
         if (q == null) {
-            Glog.error(gobj, "Cannot open the queue", "tranger_path", dir.toString(), "tranger_database", db,
-                    "topic_name", gobj.read(TOPIC_NAME));
+            if (openFailed.hit()) {
+                Glog.error(gobj, "Cannot open the queue: messages are refused until it opens", "tranger_path",
+                        dir.toString(), "tranger_database", db, "topic_name", gobj.read(TOPIC_NAME), "error", error);
+            }
             return -1;
         }
+        if (openFailed.active()) Glog.info(gobj, "Queue opened", "failed_attempts", openFailed.end());
         trq = q;
+        window = new InFlightWindow(q);
+        tInMs = (systemFlag & TrQueue.SF_T_MS) != 0;
         final TrQueue mine = q;
-        // Hop to the core thread through its task queue: a callback never runs inside the send that enqueued.
+        // Hop to the core thread through its task queue: a sender is never told inside the send that enqueued.
         q.onDurable((gen, rowid) -> drainDurable(mine), r -> gobj.yuno().eventLoop().execute(r));
         if (q.load() < 0) {
             Glog.error(gobj, "Queue loaded without some of its messages", "topic_name", q.topicName(),
                     "msgs_in_queue", q.size());
         }
-        clearInflightMap();
-        frontierRowid = -1;
-        backupRefusedSaid = false;
         if (q.size() > 0) {
             Glog.info(gobj, "Queue loaded", "topic_name", q.topicName(), "msgs_in_queue", q.size());
         }
@@ -333,21 +568,21 @@ public final class QIoGate implements GObjBehavior {
     private void closeQueue() {
         TrQueue q = trq;
         if (q == null) return;
-        clearInflight();
+        window.clear();
         q.sync();
         drainDurable(q);
-        if (!durableWaits.isEmpty()) {
+        int left = durableWaits.clear();
+        if (left > 0) {
             Glog.warn(gobj, "Queue closed with messages not known durable: their senders are not told",
-                    "count", durableWaits.size());
-            durableWaits.clear();
+                    "count", left);
         }
         trq = null;
+        window = null;
         try {
             q.close();
         } catch (RuntimeException e) {
             Glog.error(gobj, "Cannot close the queue", "error", String.valueOf(e));
         }
-        refreshStats();
     }
 
     Path queuesPath() {
@@ -397,53 +632,8 @@ public final class QIoGate implements GObjBehavior {
         return channelsOpen > 0;
     }
 
-    // --- Actions ---
-
-    /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
-    private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
-        JsonNode durable = kw.remove(Kw.DURABLE);
-        ObjectNode msg = messageOf(kw);
-        if (msg == null) {
-            gobj.inc(ENQUEUE_ERRORS);
-            return -1;
-        }
-        if (trq == null && openQueue() < 0) {
-            Glog.error(gobj, "Message NOT SAVED in the queue: queue not open", "topic_name", gobj.read(TOPIC_NAME));
-            gobj.inc(ENQUEUE_ERRORS);
-            return -1;
-        }
-        long t = (systemFlag & TrQueue.SF_T_MS) != 0 ? gobj.yuno().clock().epochMillis()
-                : gobj.yuno().clock().epochMillis() / 1000;
-        QueueMessage m = trq.append(t, msg, 0);
-        if (m == null) {
-            // Disk full, message too large, I/O error: the sender is told (-1) and never gets EV_ON_DURABLE,
-            // so an upstream producer is not acked and sends again. Said once per streak: a full disk refuses
-            // thousands of messages a second, and the store has logged why.
-            if (refusedStreak++ == 0) {
-                Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
-                        "msgs_in_queue", trq.size());
-            }
-            gobj.inc(ENQUEUE_ERRORS);
-            return -1;
-        }
-        if (refusedStreak > 0) {
-            Glog.info(gobj, "Messages saved in the queue again", "refused", refusedStreak);
-            refusedStreak = 0;
-        }
-        gobj.inc(ENQUEUED);
-        if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
-        }
-        if (durable instanceof ObjectNode && src != null) {
-            durableWaits.add(new DurableWait(m.generation(), m.rowid(), src, (ObjectNode) durable));
-            if (trq.durableRowid() >= m.rowid()) {
-                final TrQueue q = trq;
-                gobj.yuno().eventLoop().execute(() -> drainDurable(q));
-            }
-        }
-        checkAlert(false);
-        sendBatch();
-        return 0;
+    private long timeoutAckMs() {
+        return gobj.readLong(TIMEOUT_ACK) * 1000L;
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */
@@ -453,9 +643,15 @@ public final class QIoGate implements GObjBehavior {
         if (buf != null) {
             try {
                 src = Kw.parse(buf);
+                if (notJson.active()) {
+                    Glog.info(gobj, "Messages are JSON objects again", "refused", notJson.end());
+                }
             } catch (IOException e) {
-                Glog.error(gobj, "Message NOT SAVED in the queue: its gbuffer is not a JSON object",
-                        "error", String.valueOf(e.getMessage()), "dump", dump(buf));
+                if (notJson.hit()) {
+                    Glog.error(gobj, "Message NOT SAVED in the queue: its gbuffer is not a JSON object "
+                            + "(said once until a JSON message comes)", "error", String.valueOf(e.getMessage()),
+                            "dump", dump(buf));
+                }
                 return null;
             } finally {
                 buf.release();
@@ -482,31 +678,6 @@ public final class QIoGate implements GObjBehavior {
         return false;
     }
 
-    /** EV_ON_MESSAGE from the bottom: an ack (or a nack) of a message sent. */
-    private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            Kw.release(kw);
-            return -1;
-        }
-        ObjectNode ack = kw;
-        ByteBuf buf = Kw.takeGbuffer(kw);
-        if (buf != null) {
-            try {
-                ack = Kw.parse(buf);
-            } catch (IOException e) {
-                Glog.error(gobj, "Bad ack: not a JSON object", "error", String.valueOf(e.getMessage()),
-                        "dump", dump(buf));
-                return -1;
-            } finally {
-                buf.release();
-            }
-        }
-        int r = processAck(ack);
-        sendBatch();
-        return r;
-    }
-
     private int processAck(ObjectNode ack) {
         if (trq == null) {
             Glog.warn(gobj, "Ack ignored: queue not open");
@@ -516,48 +687,45 @@ public final class QIoGate implements GObjBehavior {
         JsonNode mdOrTop = md != null ? md : ack;
         long rowid = mdOrTop.path(TrQueue.MSG_ROWID).asLong(0);
         if (rowid <= 0) {
-            Glog.error(gobj, "Ack without __md_trq__.__msg_rowid__, ignored", "ack", abbreviate(Kw.toJson(ack)));
-            countIgnored();
+            gobj.inc(IGNORED_ACKS);
+            if (badAck.hit()) {
+                Glog.error(gobj, "Ack without __md_trq__.__msg_rowid__, ignored (said once until a valid ack comes)",
+                        "ack", abbreviate(Kw.toJson(ack)));
+            }
             return -1;
         }
+        if (badAck.active()) Glog.info(gobj, "Valid acks again", "bad_acks", badAck.end());
         long t = mdOrTop.path(TrQueue.MSG_T).asLong(0);
         JsonNode res = md != null && md.has(Kw.RESULT) ? md.get(Kw.RESULT) : ack.get(Kw.RESULT);
         if (res == null) {
-            Glog.error(gobj, "Ack without result, taken as 0", "rowid", rowid);
+            // Yuneta's rule, and what an echoing peer does: every ack of that peer lacks it.
+            if (noResult.hit()) {
+                Glog.error(gobj, "Ack without result, taken as 0 (said once until an ack has one)", "rowid", rowid);
+            }
+        } else if (noResult.active()) {
+            Glog.info(gobj, "Acks carry a result again", "without_result", noResult.end());
         }
         int result = res == null ? 0 : res.asInt(0);
         QueueMessage m = trq.matchAck(ack);
         if (m == null) {
-            JsonNode genNode = mdOrTop.get(TrQueue.MSG_GEN);
-            long gen = genNode == null ? trq.generation() : genNode.asLong();
-            int pending = trq.checkPendingRowid(gen, t, rowid);
-            countIgnored();
-            if (pending == 0) {
-                Glog.debug(gobj, "Duplicate ack ignored", "rowid", rowid);
-            } else if (pending > 0) {
-                Glog.warn(gobj, "Message not found in the queue, ack ignored", "rowid", rowid, "t", t);
-            } else {
-                Glog.warn(gobj, "Stale or unknown ack ignored", "rowid", rowid, "t", t, "generation", gen,
-                        "queue_generation", trq.generation());
-            }
+            ignoreAck(mdOrTop, rowid, t);
             return 0;
         }
+        if (strayAck.active()) Glog.info(gobj, "Acks match the queue again", "ignored", strayAck.end());
         if (gobj.isTraced(TRACE_QUEUE_PROT)) {
-            Glog.info(gobj, "ack", "rowid", rowid, "result", result);
+            Glog.info(gobj, result < 0 ? "nack" : "ack", "rowid", rowid, "result", result);
         }
-        InFlight f = inflight.get(rowid);
         if (result < 0) {
             gobj.inc(NACKS);
-            if (f != null) {
-                f.retries++;
-                f.nacked = true;
-                f.dueMs = now() + backoff(gobj.readLong(RETRY_DELAY), f.retries - 1);
+            InFlight f = window.nack(rowid, now(), gobj.readLong(RETRY_DELAY), timeoutAckMs());
+            if (nacked.hit()) {
+                Glog.warn(gobj, "Nack: the message is sent again after retry_delay (said once until a message is acked)",
+                        "rowid", rowid, "result", result, "retries", f == null ? 0 : f.retries);
             }
-            Glog.warn(gobj, "Nack: the message will be sent again", "rowid", rowid, "result", result,
-                    "retries", f == null ? 0 : f.retries);
             return 0;
         }
-        dropInflight(rowid);
+        if (nacked.active()) Glog.info(gobj, "Messages acked again after nacks", "nacks", nacked.end());
+        window.drop(rowid);
         if (trq.unload(m, result) < 0) {
             Glog.error(gobj, "Cannot clear the pending flag: the message may be sent again after a restart",
                     "rowid", rowid);
@@ -567,167 +735,58 @@ public final class QIoGate implements GObjBehavior {
         return 0;
     }
 
-    private void countIgnored() {
+    /** An ack that matches no message of the queue: a duplicate is normal (a resend crossed its ack); the rest is not. */
+    private void ignoreAck(JsonNode md, long rowid, long t) {
         gobj.inc(IGNORED_ACKS);
-    }
-
-    /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
-    private int acOnOpen(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            return -1;
-        }
-        channelsOpen++;
-        if (channelsOpen == 1) {
-            frontierRowid = -1;
-        }
-        sendBatch();
-        refreshStats();
-        return 0;
-    }
-
-    /**
-     * EV_ON_CLOSE from the bottom: whatever was in flight is lost with the link. Every message goes back to
-     * "not sent" and is sent again, in rowid order, on the next open (or now, over another open channel of the
-     * bottom gate).
-     */
-    private int acOnClose(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            return -1;
-        }
-        channelsOpen = Math.max(0, channelsOpen - 1);
-        clearInflight();
-        sendBatch();
-        refreshStats();
-        return 0;
-    }
-
-    /** EV_TIMEOUT (timeout_poll): resend what timed out or was nacked, send what waits, check the backup. */
-    private int acTimeout(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (trq == null) return 0;
-        long now = now();
-        if (opened() && !inflight.isEmpty()) {
-            List<InFlight> due = null;
-            for (InFlight f : inflight.values()) {
-                if (f.dueMs <= now) {
-                    if (due == null) due = new ArrayList<>();
-                    due.add(f);
-                }
-            }
-            if (due != null) {
-                for (InFlight f : due) {
-                    if (!opened()) break;
-                    // an ack or a close handled while sending an earlier one may have settled this one
-                    if (inflight.get(f.msg.rowid()) != f) continue;
-                    if (trq.getByRowid(f.msg.rowid()) == null) {
-                        dropInflight(f.msg.rowid());
-                        continue;
-                    }
-                    boolean timedOut = !f.nacked;
-                    if (timedOut) f.retries++;
-                    f.nacked = false;
-                    gobj.inc(RETRIES);
-                    if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
-                        Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
-                                "rowid", f.msg.rowid(), "retries", f.retries);
-                    }
-                    transmit(f);
-                }
+        JsonNode genNode = md.get(TrQueue.MSG_GEN);
+        long gen = genNode == null ? trq.generation() : genNode.asLong();
+        int pending = trq.checkPendingRowid(gen, t, rowid);
+        if (pending == 0) {
+            Glog.debug(gobj, "Duplicate ack ignored", "rowid", rowid);
+        } else if (strayAck.hit()) {
+            if (pending > 0) {
+                Glog.warn(gobj, "Message not found in the queue, ack ignored (said once until an ack matches)",
+                        "rowid", rowid, "t", t);
+            } else {
+                Glog.warn(gobj, "Stale or unknown ack ignored (said once until an ack matches)", "rowid", rowid,
+                        "t", t, "generation", gen, "queue_generation", trq.generation());
             }
         }
-        sendBatch();
-        if (now - lastBackupCheckMs >= gobj.readLong(TIMEOUT_BACKUP) * 1000L) {
-            lastBackupCheckMs = now;
-            checkBackup();
-        }
-        refreshStats();
-        return 0;
-    }
-
-    // --- Local methods ---
-
-    /** The backoff of a message's n-th retry: base doubled per retry, capped at 8 x timeout_ack. */
-    long backoff(long baseMs, int retries) {
-        long cap = Math.max(baseMs, 8L * timeoutAckMs());
-        long d = baseMs;
-        for (int i = 0; i < retries && d < cap; i++) d *= 2;
-        return Math.min(Math.max(1, d), cap);
-    }
-
-    private boolean windowFull() {
-        long max = gobj.readLong(MAX_PENDING_ACKS);
-        if (max > 0 && inflight.size() >= max) return true;
-        long maxBytes = gobj.readLong(MAX_PENDING_BYTES);
-        return maxBytes > 0 && inflightBytes >= maxBytes && !inflight.isEmpty();
-    }
-
-    private long timeoutAckMs() {
-        return gobj.readLong(TIMEOUT_ACK) * 1000L;
-    }
-
-    /** Takes a message out of flight (acked, gone, unloaded), giving its bytes back to the window. */
-    private void dropInflight(long rowid) {
-        InFlight f = inflight.remove(rowid);
-        if (f != null) inflightBytes -= f.bytes;
-    }
-
-    private void clearInflightMap() {
-        inflight.clear();
-        inflightBytes = 0;
     }
 
     /** Sends messages not sent yet, in rowid order, until the window is full. */
     private void sendBatch() {
         if (trq == null || !opened()) return;
-        GObj b = bottom();
-        if (b == null) {
-            if (!noBottomSaid) {
-                noBottomSaid = true;
-                Glog.error(gobj, "No bottom to send to: messages stay in the queue");
-            }
+        if (bottom() == null) {
+            if (noBottom.hit()) Glog.error(gobj, "No bottom to send to: messages stay in the queue");
             return;
         }
-        while (!windowFull() && opened()) {
-            QueueMessage m = nextUnsent();
-            if (m == null) return;
-            frontierRowid = m.rowid();
-            InFlight f = new InFlight(m);
-            inflight.put(m.rowid(), f);
-            trq.setSoftMark(m, MARK_INFLIGHT, true);
-            if (!transmit(f)) {
-                dropInflight(m.rowid());
-                trq.setSoftMark(m, MARK_INFLIGHT, false);
-                trq.setSoftMark(m, MARK_UNREADABLE, true);
-            }
+        if (noBottom.active()) Glog.info(gobj, "Bottom found: queued messages are sent", "tries", noBottom.end());
+        while (opened() && !window.isFull(gobj.readLong(MAX_PENDING_ACKS), gobj.readLong(MAX_PENDING_BYTES))) {
+            InFlight f = window.takeNext();
+            if (f == null) return;
+            if (!transmit(f)) window.unreadable(f);
         }
     }
 
-    /** The oldest message of the queue not in flight and not known unreadable, after the frontier. */
-    private QueueMessage nextUnsent() {
-        QueueMessage m;
-        if (frontierRowid < 0) {
-            m = trq.first();
-        } else {
-            QueueMessage at = trq.getByRowid(frontierRowid);
-            if (at != null) {
-                m = trq.next(at);
-            } else {
-                m = null;
-                long last = trq.lastRowid();
-                for (long r = frontierRowid + 1; r <= last; r++) {
-                    m = trq.getByRowid(r);
-                    if (m != null) break;
-                }
+    /** Sends again what timed out or was nacked, oldest first. */
+    private void resendDue(long now) {
+        for (InFlight f : window.due(now)) {
+            if (!opened()) return;
+            // an ack or a close handled while sending an earlier one may have settled this one
+            if (!window.holds(f)) continue;
+            if (trq.getByRowid(f.rowid()) == null) {
+                window.drop(f.rowid());
+                continue;
             }
+            boolean timedOut = window.retry(f);
+            gobj.inc(RETRIES);
+            if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
+                Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
+                        "rowid", f.rowid(), "retries", f.retries);
+            }
+            if (!transmit(f)) window.unreadable(f);
         }
-        while (m != null && (inflight.containsKey(m.rowid()) || (m.softMark() & MARK_UNREADABLE) != 0)) {
-            m = trq.next(m);
-        }
-        return m;
     }
 
     /**
@@ -736,64 +795,42 @@ public final class QIoGate implements GObjBehavior {
      */
     private boolean transmit(InFlight f) {
         ByteBuf buf = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 256);
-        boolean readable;
+        String cause = null;
         try {
-            readable = trq.writeMsgJson(f.msg, buf);
+            if (!trq.writeMsgJson(f.msg, buf)) cause = "unreadable";
         } catch (RuntimeException e) {
+            cause = String.valueOf(e);
+        }
+        if (cause != null) {
             buf.release();
-            Glog.error(gobj, "Message cannot be serialised, skipped", "rowid", f.msg.rowid(), "error", String.valueOf(e));
+            if (unreadable.hit()) {
+                Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
+                        "rowid", f.rowid(), "cause", cause);
+            }
             return false;
         }
-        if (!readable) {
-            buf.release();
-            Glog.error(gobj, "Message unreadable, skipped (still pending on disk)", "rowid", f.msg.rowid());
-            return false;
-        }
-        if (f.bytes == 0) {
-            f.bytes = buf.readableBytes();
-            inflightBytes += f.bytes;
-        }
-        long now = now();
-        f.sentAtMs = now;
-        f.dueMs = now + backoff(timeoutAckMs(), f.retries);
+        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
+        window.sent(f, buf.readableBytes(), now(), timeoutAckMs());
         if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, "message sent", "rowid", f.msg.rowid(), "retries", f.retries,
+            Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries,
                     "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
-                            java.nio.charset.StandardCharsets.UTF_8)));
+                            StandardCharsets.UTF_8)));
         }
-        int r = bottom().send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(buf), gobj);
-        if (r < 0) {
-            // The bottom refused it (no channel, output over its limit...): it stays in flight and the ack
-            // timeout sends it again, with backoff.
-            Glog.warn(gobj, "Bottom refused the message: it will be sent again after timeout_ack",
-                    "rowid", f.msg.rowid());
+        if (bottom().send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(buf), gobj) < 0) {
+            // No channel, output over its limit...: it stays in flight and the ack timeout sends it again.
+            if (bottomRefused.hit()) {
+                Glog.warn(gobj, "Bottom refused the message: it is sent again after timeout_ack "
+                        + "(said once until the bottom takes one)", "rowid", f.rowid());
+            }
+        } else if (bottomRefused.active()) {
+            Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());
         }
         return true;
     }
 
-    /** Whatever was in flight goes back to "not sent". */
-    private void clearInflight() {
-        if (trq != null) {
-            for (InFlight f : inflight.values()) trq.setSoftMark(f.msg, MARK_INFLIGHT, false);
-        }
-        clearInflightMap();
-        frontierRowid = -1;
-    }
-
     private void drainDurable(TrQueue q) {
         if (q != trq) return;
-        long gen = q.generation();
-        long durable = q.durableRowid();
-        while (!durableWaits.isEmpty()) {
-            DurableWait w = durableWaits.peek();
-            if (w.generation == gen && w.rowid > durable) return;
-            durableWaits.poll();
-            if (w.generation != gen) {
-                Glog.warn(gobj, "Durable callback of another queue generation dropped", "rowid", w.rowid);
-                continue;
-            }
-            if (!w.sender.isDestroyed()) w.sender.send(Ev.EV_ON_DURABLE, w.durable, gobj);
-        }
+        durableWaits.drain(q.generation(), q.durableRowid());
     }
 
     /**
@@ -830,45 +867,31 @@ public final class QIoGate implements GObjBehavior {
 
     /** A backup is only tried on an empty queue with nothing in flight and nobody waiting for durability. */
     private void checkBackup() {
-        if (trq.size() != 0 || !inflight.isEmpty() || !durableWaits.isEmpty()) return;
+        if (trq.size() != 0 || !window.isEmpty() || !durableWaits.isEmpty()) return;
         long gen = trq.generation();
         int r = trq.checkBackup();
         if (trq.generation() != gen) {
             // a new topic incarnation: rowids start at 1 again
-            frontierRowid = -1;
+            window.rewind();
             Glog.info(gobj, "Queue backed up, new generation", "topic_name", trq.topicName(),
                     "generation", trq.generation());
         }
         if (r < 0) {
-            if (!backupRefusedSaid) {
-                backupRefusedSaid = true;
+            if (backupRefused.hit()) {
                 Glog.warn(gobj, "Queue backup refused or failed: the queue goes on in its topic",
                         "topic_name", trq.topicName());
             }
-        } else {
-            backupRefusedSaid = false;
+        } else if (backupRefused.active()) {
+            Glog.info(gobj, "Queue backup check passes again", "topic_name", trq.topicName(),
+                    "refused", backupRefused.end());
         }
-    }
-
-    /** The attributes are read from outside: the gauges, from the queue. */
-    @Override
-    public void onReadAttrs() {
-        refreshStats();
-    }
-
-    /** The gauges (msgs_in_queue, pending_acks, oldest_pending_age_ms) from the queue, for a reader. */
-    private void refreshStats() {
-        TrQueue q = trq;
-        gobj.setLong(MSGS_IN_QUEUE, q == null ? 0 : q.size());
-        gobj.setLong(PENDING_ACKS, inflight.size());
-        gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
     }
 
     private long oldestAgeMs() {
         if (trq == null) return 0;
         QueueMessage m = trq.first();
         if (m == null) return 0;
-        long tMs = (systemFlag & TrQueue.SF_T_MS) != 0 ? m.t() : m.t() * 1000L;
+        long tMs = tInMs ? m.t() : m.t() * 1000L;
         return Math.max(0, gobj.yuno().clock().epochMillis() - tMs);
     }
 
@@ -881,142 +904,7 @@ public final class QIoGate implements GObjBehavior {
         return s.length() > 200 ? s.substring(0, 200) + "..." : s;
     }
 
-    // --- Stats ---
-
-    /**
-     * The bottom's stats (asked as its parent, the envelope unwrapped) plus the queue's: {@code msgs_in_queue},
-     * {@code pending_acks}, {@code oldest_pending_age_ms}, {@code alert}, {@code retries}, {@code nacks},
-     * {@code acks}, {@code ignored_acks}, {@code enqueued}, {@code enqueue_errors}; in the envelope.
-     */
-    @Override
-    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
-        boolean reset = "__reset__".equals(filter);
-        ObjectNode data = Kw.create();
-        GObj b = bottom();
-        if (b != null) {
-            ObjectNode bs = b.stats(filter, kw, gobj);
-            JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
-            if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
-        }
-        if (reset) {
-            for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) gobj.setLong(a, 0);
-        }
-        refreshStats();
-        data.put(MSGS_IN_QUEUE.name(), gobj.readLong(MSGS_IN_QUEUE));
-        data.put(PENDING_ACKS.name(), gobj.readLong(PENDING_ACKS));
-        data.put(OLDEST_PENDING_AGE_MS.name(), gobj.readLong(OLDEST_PENDING_AGE_MS));
-        data.put(ALERT.name(), gobj.readBool(ALERT));
-        for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) {
-            data.put(a.name(), gobj.readLong(a));
-        }
-        return Envelope.ok(data);
-    }
-
-    // --- Commands ---
-
-    /**
-     * queue_mark_pending: rows in the range become pending (loaded into the queue if needed) and are sent again
-     * in rowid order. queue_mark_notpending: rows in the range stop being pending and leave the queue (those in
-     * flight too). Run live, on the core thread: no pause needed.
-     */
-    private ObjectNode cmdMarkPending(ObjectNode kw, GObj src) {
-        return markPending(kw, true);
-    }
-
-    private ObjectNode cmdMarkNotPending(ObjectNode kw, GObj src) {
-        return markPending(kw, false);
-    }
-
-    private ObjectNode markPending(ObjectNode kw, boolean pending) {
-        long from = Kw.getLong(kw, "from-rowid", 0);
-        long to = Kw.getLong(kw, "to-rowid", 0);
-        if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
-        if (trq == null && openQueue() < 0) return Envelope.error("queue not open");
-        long last = trq.lastRowid();
-        if (to <= 0 || to > last) to = last;
-        if (from > to) {
-            return Envelope.ok("0 messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
-        }
-        int n = 0;
-        if (pending) {
-            for (long r = from; r <= to; r++) {
-                QueueMessage m = trq.getByRowid(r);
-                if (m == null) {
-                    trq.loadAll(r, r);
-                    m = trq.getByRowid(r);
-                }
-                if (m == null) continue;
-                if ((m.userFlag() & TrQueue.MSG_PENDING) == 0) {
-                    if (trq.setHardFlag(m, TrQueue.MSG_PENDING, true) < 0) continue;
-                }
-                n++;
-            }
-            // Rows below the frontier may have come back: walk again from the oldest.
-            frontierRowid = -1;
-        } else {
-            List<QueueMessage> hit = new ArrayList<>();
-            for (QueueMessage m = trq.getByRowid(from) != null ? trq.getByRowid(from) : firstAtOrAfter(from);
-                 m != null && m.rowid() <= to; m = trq.next(m)) {
-                hit.add(m);
-            }
-            for (QueueMessage m : hit) {
-                dropInflight(m.rowid());
-                if (trq.unload(m, 0) == 0) n++;
-            }
-        }
-        checkAlert(false);
-        sendBatch();
-        refreshStats();
-        return Envelope.ok(n + " messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
-    }
-
-    private QueueMessage firstAtOrAfter(long rowid) {
-        for (QueueMessage m = trq.first(); m != null; m = trq.next(m)) {
-            if (m.rowid() >= rowid) return m;
-        }
-        return null;
-    }
-
-    private ObjectNode cmdViewQueue(ObjectNode kw, GObj src) {
-        refreshStats();
-        ObjectNode d = Kw.create();
-        d.put("topic_name", gobj.read(TOPIC_NAME));
-        d.put("path", queuesPath().resolve(database()).toString());
-        d.put("open", trq != null);
-        d.put("link_open", opened());
-        d.put("msgs_in_queue", gobj.readLong(MSGS_IN_QUEUE));
-        d.put("pending_acks", gobj.readLong(PENDING_ACKS));
-        d.put("max_pending_acks", gobj.readLong(MAX_PENDING_ACKS));
-        d.put("pending_bytes", inflightBytes);
-        d.put("max_pending_bytes", gobj.readLong(MAX_PENDING_BYTES));
-        d.put("oldest_pending_age_ms", gobj.readLong(OLDEST_PENDING_AGE_MS));
-        if (trq != null) {
-            d.put("generation", trq.generation());
-            d.put("topic_size", trq.topicSize());
-            d.put("durable_rowid", trq.durableRowid());
-            d.put("fsync_policy", trq.fsyncPolicy().name().toLowerCase(Locale.ROOT));
-        }
-        long limit = Kw.getLong(kw, "limit", 20);
-        var arr = d.putArray("inflight");
-        long now = now();
-        Iterator<Map.Entry<Long, InFlight>> it = inflight.entrySet().iterator();
-        for (int i = 0; i < limit && it.hasNext(); i++) {
-            InFlight f = it.next().getValue();
-            ObjectNode o = arr.addObject();
-            o.put("rowid", f.msg.rowid());
-            o.put("retries", f.retries);
-            o.put("sent_ms_ago", now - f.sentAtMs);
-            o.put("due_in_ms", f.dueMs - now);
-        }
-        return Envelope.ok(d);
-    }
-
-    // --- Test hooks (package-private) ---
-
-    int inflightCount() {
-        return inflight.size();
-    }
-
+    /** The open queue, for tests that drive its durability; null while closed. */
     TrQueue queue() {
         return trq;
     }
