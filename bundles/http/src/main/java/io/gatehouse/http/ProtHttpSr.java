@@ -175,6 +175,9 @@ public final class ProtHttpSr implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of what {@link #onExport} hands over (see docs/CORE.md, "Live upgrade"). */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<ProtHttpSr> SPEC = GClassSpec.builder(GCLASS, ProtHttpSr.class)
             .description("HTTP/1.1 ingest: POST JSON or NDJSON, answered 200 only once every message is durably queued")
             .attrs(INGEST_PATH, HEALTH_PATH, HEALTH_SERVICES, BEARER_TOKEN, MAX_BODY_SIZE, MAX_LINES, MAX_PIPELINED,
@@ -185,6 +188,7 @@ public final class ProtHttpSr implements GObjBehavior {
             .traceLevel(TRACE_TRAFFIC, "Trace every request line and the status it was answered")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .linkUp(CONNECTED)
+            .stateVersion(STATE_VERSION)
             .factory(ProtHttpSr::new)
             .build();
 
@@ -252,6 +256,8 @@ public final class ProtHttpSr implements GObjBehavior {
     private boolean pumpAgain;
     /** 503 answers in a row on this channel, for the "said once" log. */
     private long refusedInARow;
+    /** A live upgrade stopped our reading (onSuspend): the next revision decides whether to resume. */
+    private boolean suspended;
 
     ProtHttpSr(GObj gobj) {
         this.gobj = gobj;
@@ -276,6 +282,89 @@ public final class ProtHttpSr implements GObjBehavior {
     @Override
     public void onReadAttrs() {
         gobj.setLong(IN_FLIGHT, requests.size());
+    }
+
+    /** A live upgrade waits for the new revision: stop reading the socket (core holds the events meanwhile). */
+    @Override
+    public void onSuspend() {
+        suspended = true;
+        GObj bottom = gobj.bottom();
+        if (!bottomPaused && bottom != null && bottom.acceptsEvent(Ev.EV_PAUSE_INPUT)) {
+            bottom.send(Ev.EV_PAUSE_INPUT, null, gobj);
+        }
+    }
+
+    /**
+     * The connection as it is, for the next revision: the decoder (a Netty channel, whatever it holds), the requests
+     * in order with their acks, deadlines and buffers, the flags. Ownership of the decoder and the buffers goes with
+     * the state.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.put("opened", opened).put("conn", connId).put("last_seq", lastSeq).put("read_deadline", readDeadline)
+                .put("partial", partial).put("close_deadline", closeDeadline).put("closing", closing)
+                .put("paused_by_upper", pausedByUpper).put("bottom_paused", bottomPaused || suspended)
+                .put("refused_in_a_row", refusedInARow);
+        if (decoder != null) Kw.putRef(s, "decoder", decoder);
+        ArrayNode reqs = s.putArray("requests");
+        for (Req q : requests) {
+            ObjectNode r = reqs.addObject();
+            r.put("seq", q.seq).put("keep_alive", q.keepAlive).put("head", q.headMethod).put("ingest", q.ingest)
+                    .put("body_bytes", q.bodyBytes).put("read_done", q.readDone).put("expected", q.expected)
+                    .put("acked", q.acked).put("deadline", q.deadline).put("status", q.status)
+                    .put("close_after", q.closeAfter);
+            if (q.ackedMsgs != null) {
+                ArrayNode bits = r.putArray("acked_msgs");
+                for (long w : q.ackedMsgs.toLongArray()) bits.add(w);
+            }
+            if (q.body != null) Kw.putRef(r, "body", q.body);
+            if (q.answer != null) Kw.putRef(r, "answer", q.answer);
+        }
+        decoder = null;
+        requests.clear();
+        clearTimer();
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode s, int stateVersion) {
+        if (stateVersion != STATE_VERSION) throw new IllegalArgumentException("unknown state version " + stateVersion);
+        opened = s.path("opened").asBoolean();
+        connId = s.path("conn").asLong();
+        lastSeq = s.path("last_seq").asLong();
+        readDeadline = s.path("read_deadline").asLong(-1);
+        partial = s.path("partial").asBoolean();
+        closeDeadline = s.path("close_deadline").asLong(-1);
+        closing = s.path("closing").asBoolean();
+        pausedByUpper = s.path("paused_by_upper").asBoolean();
+        bottomPaused = s.path("bottom_paused").asBoolean();
+        refusedInARow = s.path("refused_in_a_row").asLong();
+        decoder = Kw.ref(s, "decoder", EmbeddedChannel.class);
+        for (JsonNode r : s.path("requests")) {
+            Req q = new Req(r.path("seq").asLong(), r.path("keep_alive").asBoolean(), r.path("head").asBoolean());
+            q.ingest = r.path("ingest").asBoolean();
+            q.bodyBytes = r.path("body_bytes").asLong();
+            q.readDone = r.path("read_done").asBoolean();
+            q.expected = r.path("expected").asInt();
+            q.acked = r.path("acked").asInt();
+            q.deadline = r.path("deadline").asLong(-1);
+            q.status = r.path("status").asInt();
+            q.closeAfter = r.path("close_after").asBoolean();
+            if (r.has("acked_msgs")) {
+                long[] words = new long[r.get("acked_msgs").size()];
+                for (int i = 0; i < words.length; i++) words[i] = r.get("acked_msgs").get(i).asLong();
+                q.ackedMsgs = BitSet.valueOf(words);
+            }
+            q.body = Kw.ref(r, "body", ByteBuf.class);
+            q.answer = Kw.ref(r, "answer", ByteBuf.class);
+            requests.add(q);
+        }
+        if (decoder != null) {
+            pump();   // answers that became due, reading resumed unless something holds it, timers from the deadlines
+        } else if (closeDeadline >= 0) {
+            timer = gobj.setTimeout(Math.max(1, closeDeadline - nowMs()), Ev.EV_TIMEOUT, null);
+        }
     }
 
     // --- Actions ---

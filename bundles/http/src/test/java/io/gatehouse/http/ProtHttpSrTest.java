@@ -689,6 +689,32 @@ class ProtHttpSrTest {
         assertEquals(St.ST_DISCONNECTED, state());
     }
 
+    // --- live upgrade ---
+
+    @Test
+    void shouldKeepTheConnectionAndItsRequestsAcrossALiveUpgrade() {
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));   // waiting for its acks
+        rt.run(() -> relay().ackHeld(0, 0));   // one of two acked by the old revision
+        rx("POST /ingest HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"id\"");   // a body half read
+        GObj before = rt.call(this::http);
+        ObjectNode report = rt.gclassArrived(ProtHttpSr.SPEC.withFactory(ProtHttpSr::new));
+        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        assertEquals(0, report.get("rebuilt").size(), report.toString());
+        assertTrue(before == rt.call(this::http), "the same gobj");
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        rt.run(() -> relay().ackHeld(0));   // the other ack, to the new revision
+        assertEquals(List.of(200), statuses(out()), "the request of the old revision is answered");
+        rx(":333}");
+        assertEquals(1, rt.call(() -> relay().heldCount()), "the body read across the upgrade went up whole");
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200), statuses(out()));
+        assertFalse(rt.call(() -> tcp().paused), "reading resumed after the upgrade");
+        assertEquals(0, rt.call(() -> tcp().drops), "the connection stayed open");
+    }
+
     // --- captured logs ---
 
     /** Glog records until closed. */
