@@ -110,6 +110,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             vars.put("__input_port__", String.valueOf(input));
             vars.put("__sink0_port__", String.valueOf(sink0));
             vars.put("__sink1_port__", String.valueOf(sink1));
+            vars.put("__http_port__", String.valueOf(freePorts(1)[0]));   // never the demo's fixed HTTP port
             ArrayNode kept = JSON.createArrayNode();
             for (JsonNode s : cfg.get("services")) {
                 if (!DEMO_SINKS.contains(s.path("name").asText())) kept.add(s);
