@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.testkit;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Param;
+import io.gatehouse.core.YunoRuntime;
 
 import java.util.function.Function;
 
@@ -14,11 +16,31 @@ import java.util.function.Function;
  * Another revision of a gclass, for live-upgrade tests without OSGi: the tables of a spec (attributes in their
  * slots, FSM, commands, trace levels, contracts) with another state version and behaviour factory, as the bundle
  * of a second revision would register it. {@code rt.gclassArrived(Revision.of(MyGate.SPEC, 0, factory))} is an
- * upgrade to a revision that takes no state, which core answers with a rebuild. An upgrade to a revision of the same
- * state version needs no copy: {@code MyGate.SPEC.withFactory(...)} is a spec of its own.
+ * upgrade to a revision that takes no state, which core answers with a rebuild; {@link #next} is a revision of the
+ * same state version, and {@link #handOver} upgrades to it and checks that every gobj was handed over.
  */
 public final class Revision {
     private Revision() {}
+
+    /**
+     * The next revision of {@code spec}'s gclass, of the same state version: a spec of its own (core hands the gobjs
+     * over to it) from the same behaviour class.
+     */
+    public static <B extends GObjBehavior> GClassSpec<B> next(GClassSpec<B> spec) {
+        return spec.withFactory(spec.factory());
+    }
+
+    /**
+     * Upgrades {@code rt} to {@code to} and checks that it was a live upgrade: {@code gobjs} gobjs handed over, no
+     * service rebuilt. Answers core's report.
+     */
+    public static ObjectNode handOver(YunoRuntime rt, GClassSpec<?> to, int gobjs) {
+        ObjectNode report = rt.gclassArrived(to);
+        if (report.path("gobjs_migrated").asInt() != gobjs || report.path("rebuilt").size() != 0) {
+            throw new AssertionError("expected " + gobjs + " gobjs handed over and no rebuild: " + report);
+        }
+        return report;
+    }
 
     /** {@code spec}'s tables with {@code stateVersion} and {@code factory}. */
     public static <B extends GObjBehavior> GClassSpec<B> of(GClassSpec<B> spec, int stateVersion,

@@ -3,15 +3,13 @@ package io.gatehouse.channel;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.Revision;
@@ -23,7 +21,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -42,13 +39,11 @@ class ChannelHandoverTest {
             + "     {\"name\": \"tube\", \"gclass\": \"C_FAKE_TUBE\"}]}]}]}";
 
     private final ManualClock clock = new ManualClock();
-    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg);
+    private final LogCapture logs = new LogCapture();
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
         rt = YunoRuntime.builder().name("chup").clock(clock).upgradeGraceMs(60_000)
                 .gclass(Channel.SPEC, FakeTube.SPEC, Recorder.SPEC).config(CONFIG).build().start();
     }
@@ -56,7 +51,7 @@ class ChannelHandoverTest {
     @AfterEach
     void tearDown() {
         rt.close();
-        Glog.removeSink(sink);
+        logs.close();
     }
 
     private GObj ch() {
@@ -89,11 +84,6 @@ class ChannelHandoverTest {
         }
     }
 
-    /** A second revision of C_CHANNEL: another spec of the same behaviour class, as a new bundle registers it. */
-    private static GClassSpec<Channel> nextRevision() {
-        return Channel.SPEC.withFactory(Channel.SPEC.factory());
-    }
-
     @Test
     void shouldStayOpenAndGoOnWithTheRatesOfTheOldRevision() {
         rt.run(() -> tube().open());
@@ -109,9 +99,8 @@ class ChannelHandoverTest {
         GObjBehavior old = rt.call(() -> ch().behavior());
         FakeTube tubeBefore = tube();
 
-        ObjectNode report = rt.gclassArrived(nextRevision());
+        Revision.handOver(rt, Revision.next(Channel.SPEC), 1);
 
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
         assertNotSame(old, rt.call(() -> ch().behavior()));
         assertEquals(St.ST_OPENED, rt.call(() -> ch().state()), "still open");
         assertSame(tubeBefore, tube(), "the same tube below");
@@ -136,7 +125,7 @@ class ChannelHandoverTest {
 
     @Test
     void shouldKeepAClosedChannelClosed() {
-        rt.gclassArrived(nextRevision());
+        Revision.handOver(rt, Revision.next(Channel.SPEC), 1);
         assertEquals(St.ST_CLOSED, rt.call(() -> ch().state()));
         assertEquals(-1, rt.call(() -> ch().send(Ev.EV_SEND_MESSAGE, Kw.create(), null)));
         rt.run(() -> tube().open());
@@ -149,7 +138,7 @@ class ChannelHandoverTest {
         rt.gclassesGone(List.of("C_CHANNEL"));
         receive(3);
         assertEquals(0, up().count(Ev.EV_ON_MESSAGE), "held in core");
-        rt.gclassArrived(nextRevision());
+        Revision.handOver(rt, Revision.next(Channel.SPEC), 1);
         List<String> got = new ArrayList<>();
         for (Recorder.Event e : up().events(Ev.EV_ON_MESSAGE)) got.add(e.payloadText());
         assertEquals(List.of("r0", "r1", "r2"), got);
@@ -163,8 +152,7 @@ class ChannelHandoverTest {
         ObjectNode report = rt.gclassArrived(Revision.of(Channel.SPEC, 0, Channel.SPEC.factory()));
         assertEquals(0, report.get("gobjs_migrated").asInt());
         assertEquals("up", report.get("rebuilt").get(0).get("service").asText(), report.toString());
-        assertTrue(logs.stream().anyMatch(l -> l.contains("Live upgrade not possible, service rebuilt from its config")),
-                logs.toString());
+        assertEquals(1, logs.count("Live upgrade not possible, service rebuilt from its config"), logs.all().toString());
         assertEquals(St.ST_CLOSED, rt.call(() -> ch().state()), "built again from its config: closed, counters at 0");
         assertEquals(0, statsAsParent().get("txMsgs").asLong());
     }

@@ -3,27 +3,23 @@ package io.gatehouse.iogate;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.Revision;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -43,20 +39,14 @@ class IoGateHandoverTest {
             + String.format(CHANNEL, "B") + ", " + String.format(CHANNEL, "C") + "]}]}";
 
     private final ManualClock clock = new ManualClock();
-    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final LogCapture logs = new LogCapture();
     private YunoRuntime rt;
     private Recorder app;
-
-    @BeforeEach
-    void setUp() {
-        Glog.addSink(sink);
-    }
 
     @AfterEach
     void tearDown() {
         if (rt != null) rt.close();
-        Glog.removeSink(sink);
+        logs.close();
     }
 
     private void start(int sendType) {
@@ -98,22 +88,6 @@ class IoGateHandoverTest {
         return (ObjectNode) env.get("data");
     }
 
-    private int count(String text) {
-        synchronized (logs) {
-            return (int) logs.stream().filter(l -> l.contains(text)).count();
-        }
-    }
-
-    /** Another revision of C_IOGATE: a second spec of the same behaviour class, as a new bundle registers it. */
-    private static GClassSpec<IoGate> nextGate() {
-        return IoGate.SPEC.withFactory(IoGate.SPEC.factory());
-    }
-
-    private void upgrade(GClassSpec<?> to, int gobjs) {
-        ObjectNode report = rt.gclassArrived(to);
-        assertEquals(gobjs, report.get("gobjs_migrated").asInt(), report.toString());
-        assertEquals(0, report.get("rebuilt").size(), report.toString());
-    }
 
     @Test
     void shouldStickToTheSameChannelAfterTheUpgrade() {
@@ -124,7 +98,7 @@ class IoGateHandoverTest {
         send("m1");                // fails over to B, which stays chosen
         open("A");
         GObjBehavior old = rt.call(() -> gate().behavior());
-        upgrade(nextGate(), 1);
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
         assertNotSame(old, rt.call(() -> gate().behavior()));
         send("m2");
         assertEquals(List.of("m1", "m2"), payloads("B"), "still B: a fresh gate would have taken A, the first open");
@@ -138,7 +112,7 @@ class IoGateHandoverTest {
         open("A", "B", "C");
         send("m0");
         send("m1");
-        upgrade(nextGate(), 1);
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
         send("m2");
         send("m3");
         assertEquals(List.of("m0", "m3"), payloads("A"));
@@ -159,8 +133,8 @@ class IoGateHandoverTest {
         clock.advance(400);
         ObjectNode unread = rt.call(() -> ((IoGate) gate().behavior()).msgs().putStats(Kw.create()));
 
-        upgrade(nextGate(), 1);
-        upgrade(Channel.SPEC.withFactory(Channel.SPEC.factory()), 3);
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
+        Revision.handOver(rt, Revision.next(Channel.SPEC), 3);
 
         assertEquals(unread, rt.call(() -> ((IoGate) gate().behavior()).msgs().putStats(Kw.create())),
                 "counters, last rates and maxima as they were");
@@ -183,8 +157,8 @@ class IoGateHandoverTest {
         send("m0");
         clock.advance(1200);
         ObjectNode before = stats();
-        upgrade(nextGate(), 1);
-        upgrade(Channel.SPEC.withFactory(Channel.SPEC.factory()), 3);
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
+        Revision.handOver(rt, Revision.next(Channel.SPEC), 3);
         assertEquals(before, stats(), "a read within the second: the same answer");
         ObjectNode vc = rt.command("view-channels service=gate");
         assertEquals(0, vc.get("result").asInt(), vc.toString());
@@ -197,13 +171,15 @@ class IoGateHandoverTest {
         start(IoGate.SEND_ONE);
         send("lost-1");
         send("lost-2");
-        assertEquals(1, count("No channel FOUND to send"), logs.toString());
-        upgrade(nextGate(), 1);
+        String noChannel = "No channel FOUND to send: messages are dropped until a channel takes one";
+        assertEquals(1, logs.count(noChannel), logs.all().toString());
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
         send("lost-3");
-        assertEquals(1, count("No channel FOUND to send"), "the streak goes on, not said again: " + logs);
+        assertEquals(1, logs.count(noChannel), "the streak goes on, not said again: " + logs.all());
         open("B");
         send("found");
-        assertEquals(1, count("A channel takes messages again {dropped=3}"), logs.toString());
+        assertEquals(1, logs.count("A channel takes messages again"), logs.all().toString());
+        assertEquals(3L, logs.with("A channel takes messages again").get(0).fields.get("dropped"));
     }
 
     @Test
@@ -214,7 +190,7 @@ class IoGateHandoverTest {
         send("h1");
         send("h2");
         assertTrue(payloads("C").isEmpty(), "held in core");
-        upgrade(nextGate(), 1);
+        Revision.handOver(rt, Revision.next(IoGate.SPEC), 1);
         assertEquals(List.of("h1", "h2"), payloads("C"));
         rt.run(() -> tube("C").receive("up"));
         assertEquals("C", app.await(Ev.EV_ON_MESSAGE, 1000).kw.path(Kw.TEMP).path(Kw.TEMP_CHANNEL).asText(),
@@ -229,7 +205,7 @@ class IoGateHandoverTest {
         ObjectNode report = rt.gclassArrived(Revision.of(IoGate.SPEC, 0, IoGate.SPEC.factory()));
         assertEquals(0, report.get("gobjs_migrated").asInt());
         assertEquals("gate", report.get("rebuilt").get(0).get("service").asText(), report.toString());
-        assertEquals(1, count("Live upgrade not possible, service rebuilt from its config"), logs.toString());
+        assertEquals(1, logs.count("Live upgrade not possible, service rebuilt from its config"), logs.all().toString());
         assertNotSame(before, gate());
         assertEquals(0, stats().get("txMsgs").asLong(), "built again from its config");
         assertEquals(0, rt.call(() -> ((IoGate) gate().behavior()).channelsOpened()), "its channels closed with it");

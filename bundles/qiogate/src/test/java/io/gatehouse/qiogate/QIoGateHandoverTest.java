@@ -7,24 +7,21 @@ import io.gatehouse.api.Ev;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeBottom;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.MemTrQueueFactory;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.Revision;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -45,18 +42,12 @@ class QIoGateHandoverTest {
 
     final MemTrQueueFactory qf = new MemTrQueueFactory();
     final ManualClock clock = new ManualClock();
-    final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    final LogCapture logs = new LogCapture();
     YunoRuntime rt;
-
-    @BeforeEach
-    void addSink() {
-        Glog.addSink(sink);
-    }
 
     @AfterEach
     void close() {
-        Glog.removeSink(sink);
+        logs.close();
         if (rt != null) rt.close();
     }
 
@@ -114,20 +105,10 @@ class QIoGateHandoverTest {
         return env.get("data");
     }
 
-    ObjectNode upgrade(GClassSpec<?> to) {
-        ObjectNode report = rt.gclassArrived(to);
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
-        assertEquals(0, report.get("rebuilt").size(), report.toString());
-        return report;
+    void upgrade(GClassSpec<?> to) {
+        Revision.handOver(rt, to, 1);
     }
 
-    int count(String text) {
-        synchronized (logs) {
-            int n = 0;
-            for (String l : logs) if (l.contains(text)) n++;
-            return n;
-        }
-    }
 
     List<String> durableTags(Recorder r) {
         List<String> tags = new ArrayList<>();
@@ -300,7 +281,8 @@ class QIoGateHandoverTest {
         assertTrue(((MemTrQueueFactory.Mem) before).isClosed());
         assertEquals(1, updated.opened.size(), "opened again through the new factory");
         assertSame(updated.opened.get(0), queue());
-        assertEquals(1, count("queue opened again through the trqueue now serving"), logs.toString());
+        assertEquals(1, logs.count("Upgrade: queue opened again through the trqueue now serving, in-flight window kept"),
+                logs.all().toString());
         JsonNode st = stats();
         assertEquals(3, st.get("msgs_in_queue").asInt());
         assertEquals(3, st.get("pending_acks").asInt(), "still in flight, not sent again");
@@ -395,7 +377,7 @@ class QIoGateHandoverTest {
         assertEquals(0, report.get("gobjs_migrated").asInt());
         assertEquals("q", report.get("rebuilt").get(0).get("service").asText());
         assertTrue(report.get("rebuilt").get(0).get("reason").asText().contains("does not take state"), report.toString());
-        assertEquals(1, count("Live upgrade not possible, service rebuilt from its config"), logs.toString());
+        assertEquals(1, logs.count("Live upgrade not possible, service rebuilt from its config"), logs.all().toString());
         assertNotSame(before, gate());
         assertEquals(2, stats().get("msgs_in_queue").asInt(), "what was pending is on disk");
         rt.run(() -> bottom().open());

@@ -6,9 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.channel.Channel;
 import io.gatehouse.core.YunoRuntime;
@@ -18,17 +16,17 @@ import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
 import io.gatehouse.testkit.AckPeer;
 import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Poll;
+import io.gatehouse.testkit.Ports;
 import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Revision;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -56,8 +54,6 @@ class QIoGateLoopbackHandoverTest {
     @TempDir
     Path tmp;
 
-    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + ": " + msg + " " + fields);
     private final List<AutoCloseable> open = new ArrayList<>();
     private final ManualClock clock = new ManualClock();
     private final Set<String> held = ConcurrentHashMap.newKeySet();
@@ -66,16 +62,10 @@ class QIoGateLoopbackHandoverTest {
     private Recorder peerLinks;
     private YunoRuntime gw;
 
-    @BeforeEach
-    void setUp() {
-        Glog.addSink(sink);
-    }
-
     @AfterEach
     void tearDown() throws Exception {
         Collections.reverse(open);
         for (AutoCloseable c : open) c.close();
-        Glog.removeSink(sink);
     }
 
     static GClassSpec<?>[] transport() {
@@ -83,27 +73,9 @@ class QIoGateLoopbackHandoverTest {
             new ProtTcp4hGClass().spec()};
     }
 
-    static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** Waits for socket I/O: polls {@code cond}, bounded in time. */
+    /** Waits for socket I/O, bounded in time. */
     static void eventually(BooleanSupplier cond, String what) {
-        long deadline = System.currentTimeMillis() + WAIT;
-        while (!cond.getAsBoolean()) {
-            if (System.currentTimeMillis() > deadline) throw new AssertionError("timed out waiting: " + what);
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
+        assertTrue(Poll.until(cond, WAIT), "timed out waiting: " + what);
     }
 
     /**
@@ -211,21 +183,20 @@ class QIoGateLoopbackHandoverTest {
 
     @Test
     void shouldKeepTheLinkAndSendNothingAgainWhenTheGateIsUpgradedMidFlow() {
-        int port = freePort();
+        int port = Ports.free();
         startPeer(port);
         TrQueueFactoryImpl queues = factory();
         startGateway(port, queues);
         flowUntilSomeAreInFlight();
 
-        ObjectNode report = gw.gclassArrived(new QIoGateGClass(queues).spec());
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        Revision.handOver(gw, new QIoGateGClass(queues).spec(), 1);
 
         finishFlowAndCheckNothingWasSentTwice();
     }
 
     @Test
     void shouldKeepTheLinkAndSendNothingAgainThroughABundleUpdateOfTheGate() {
-        int port = freePort();
+        int port = Ports.free();
         startPeer(port);
         TrQueueFactoryImpl queues = factory();
         startGateway(port, queues);
@@ -235,15 +206,14 @@ class QIoGateLoopbackHandoverTest {
         ackHeld();                 // acks arriving while the gate waits for its new revision: held in core
         eventually(() -> stats().path("rxMsgs").asInt() == 10, "the late acks reached the gate");
         assertEquals(5, stats().path("msgs_in_queue").asInt(), "held, not applied yet");
-        ObjectNode report = gw.gclassArrived(new QIoGateGClass(queues).spec());
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        Revision.handOver(gw, new QIoGateGClass(queues).spec(), 1);
 
         finishFlowAndCheckNothingWasSentTwice();
     }
 
     @Test
     void shouldOpenTheTopicAgainThroughAnUpdatedTrqueueAndSendNothingAgain() {
-        int port = freePort();
+        int port = Ports.free();
         startPeer(port);
         TrQueueFactoryImpl before = factory();
         startGateway(port, before);
@@ -254,8 +224,7 @@ class QIoGateLoopbackHandoverTest {
         gw.gclassesGone(List.of("C_QIOGATE"));
         before.close();
         TrQueueFactoryImpl updated = factory();
-        ObjectNode report = gw.gclassArrived(new QIoGateGClass(updated).spec());
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        Revision.handOver(gw, new QIoGateGClass(updated).spec(), 1);
         assertEquals(5, view().path("pending_acks").asInt(), "the window kept over the topic opened again");
 
         finishFlowAndCheckNothingWasSentTwice();
@@ -263,7 +232,7 @@ class QIoGateLoopbackHandoverTest {
 
     @Test
     void shouldMoveToAHigherTrqueueRunningBesideAndSendNothingAgain() {
-        int port = freePort();
+        int port = Ports.free();
         startPeer(port);
         TrQueueFactoryImpl lower = factory();
         startGateway(port, lower);
@@ -273,8 +242,7 @@ class QIoGateLoopbackHandoverTest {
         // factory, while the lower trqueue stays active with the topic open until the gate lets it go.
         gw.gclassesGone(List.of("C_QIOGATE"));
         TrQueueFactoryImpl higher = factory();
-        ObjectNode report = gw.gclassArrived(new QIoGateGClass(higher).spec());
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        Revision.handOver(gw, new QIoGateGClass(higher).spec(), 1);
         assertEquals(0, report.get("rebuilt").size(), "the topic's lock was let go first: " + report);
 
         finishFlowAndCheckNothingWasSentTwice();

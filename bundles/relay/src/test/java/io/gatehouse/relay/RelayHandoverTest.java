@@ -4,13 +4,11 @@ package io.gatehouse.relay;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Revision;
 import io.netty.buffer.Unpooled;
@@ -20,7 +18,6 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,13 +32,11 @@ class RelayHandoverTest {
     private static final long GRACE_MS = 100;
 
     private final ManualClock clock = new ManualClock();
-    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final LogCapture logs = new LogCapture();
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
         rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS)
                 .gclass(Relay.SPEC, RelayTest.GATE, RelayTest.DURABLE_OUTPUT)
                 .config("{\"services\": ["
@@ -53,7 +48,7 @@ class RelayHandoverTest {
 
     @AfterEach
     void tearDown() {
-        Glog.removeSink(sink);
+        logs.close();
         rt.close();
     }
 
@@ -86,21 +81,9 @@ class RelayHandoverTest {
         return rt.command("stats-yuno service=relay").get("data");
     }
 
-    private int count(String text) {
-        synchronized (logs) {
-            return (int) logs.stream().filter(l -> l.contains(text)).count();
-        }
-    }
-
-    /** Another revision of C_RELAY: a second spec of the same behaviour class, as a new bundle registers it. */
-    private static GClassSpec<Relay> nextRevision() {
-        return Relay.SPEC.withFactory(Relay.SPEC.factory());
-    }
 
     private void upgrade() {
-        ObjectNode report = rt.gclassArrived(nextRevision());
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
-        assertEquals(0, report.get("rebuilt").size(), report.toString());
+        Revision.handOver(rt, Revision.next(Relay.SPEC), 1);
     }
 
     @Test
@@ -159,10 +142,11 @@ class RelayHandoverTest {
         receiveWithMd("lost-2", 2);
         upgrade();
         receiveWithMd("lost-3", 3);
-        assertEquals(1, count("Output gate NOT FOUND"), "said once for the streak across the upgrade: " + logs);
+        assertEquals(1, logs.count("Output gate NOT FOUND, messages not forwarded until it is back"),
+                "said once for the streak across the upgrade: " + logs.all());
         rt.gclassArrived(RelayTest.DURABLE_OUTPUT);
         receiveWithMd("back", 4);
-        assertEquals(1, count("refused=3"), logs.toString());
+        assertEquals(3L, logs.with("Output gate back").get(0).fields.get("refused"), logs.all().toString());
         assertEquals(3, stats().get("nacks_sent").asInt());
     }
 
@@ -172,7 +156,7 @@ class RelayHandoverTest {
         GObj before = rt.call(() -> rt.service("relay"));
         ObjectNode report = rt.gclassArrived(Revision.of(Relay.SPEC, 0, Relay.SPEC.factory()));
         assertEquals("relay", report.get("rebuilt").get(0).get("service").asText(), report.toString());
-        assertEquals(1, count("Live upgrade not possible, service rebuilt from its config"), logs.toString());
+        assertEquals(1, logs.count("Live upgrade not possible, service rebuilt from its config"), logs.all().toString());
         assertNotSame(before, rt.call(() -> rt.service("relay")));
         rt.run(() -> output().confirmAll());
         assertTrue(acks().isEmpty(), "the old relay is gone: its producer is not acked and sends again (0 lost)");
