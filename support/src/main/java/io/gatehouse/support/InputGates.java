@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 
@@ -66,6 +70,27 @@ public final class InputGates {
             if (!g.isDestroyed()) g.unsubscribe(null, owner);
         }
         subscribed.clear();
+    }
+
+    // --- Live upgrade ---
+
+    /**
+     * The gates the owner is subscribed to through this object, for the next revision's InputGates
+     * ({@link #adopt}): api gobjs in a JDK list, since that revision has its own copy of this class.
+     */
+    public List<GObj> subscribedGates() {
+        return List.copyOf(subscribed);
+    }
+
+    /**
+     * Takes over the subscriptions a previous revision made ({@link #subscribedGates} of its InputGates): core kept
+     * them, so nothing is subscribed again, and a gate that was not subscribed stays so until the next
+     * {@link #subscribe()}, as it would have without the upgrade. Anything in {@code gates} that is no gobj is skipped.
+     */
+    public void adopt(Collection<?> gates) {
+        for (Object o : gates) {
+            if (o instanceof GObj && !subscribed.contains(o)) subscribed.add((GObj) o);
+        }
     }
 
     /**

@@ -1,6 +1,7 @@
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;

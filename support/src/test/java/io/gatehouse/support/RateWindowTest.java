@@ -1,6 +1,7 @@
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.GClock;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

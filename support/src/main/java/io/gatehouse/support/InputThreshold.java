@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Kw;
 
 /**
  * The input threshold of seeds/001: messages and bytes handed up and not yet credited back by the consumer.

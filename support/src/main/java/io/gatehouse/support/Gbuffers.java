@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.api;
+package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.GClock;
 
 /**
  * Message counters with rates computed when they are read (seeds/000, DESIGN decision 1), shared by the
