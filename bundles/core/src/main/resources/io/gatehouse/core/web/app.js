@@ -3,7 +3,7 @@
 // sampler's rings), api/events (SSE: one view a second); ?poll=1 polls api/view once a second instead of SSE.
 "use strict";
 
-const state = { view: null, hist: { times: [], series: {} }, capacity: 900, frames: 0, selected: null };
+const state = { view: null, hist: { times: [], series: {} }, capacity: 900, frames: 0, selected: null, listeners: {} };
 const $ = (sel) => document.querySelector(sel);
 
 // --- Formatting ---
@@ -54,15 +54,15 @@ function pushFrame(view) {
   }
 }
 
-// A sparkline: the series over the ring, 0 at the bottom, its maximum at the top; gaps where there was no sample.
+// A sparkline: the samples kept (up to the ring: 15 minutes), 0 at the bottom, their maximum at the top; gaps where
+// there was no sample. Until a minute has been kept it fills from the right, then it spans the whole width.
 function spark(id, w, h, cls) {
   const v = state.hist.series[id] || [];
-  const n = Math.max(v.length, 2);
   let max = 0;
   for (const x of v) if (x != null && x > max) max = x;
   if (max <= 0) max = 1;
   let line = "", area = "", open = false;
-  const step = w / (Math.max(state.capacity, n) - 1);
+  const step = w / (Math.max(v.length, 60) - 1);
   const x0 = w - (v.length - 1) * step;
   v.forEach((x, i) => {
     const px = (x0 + i * step).toFixed(1);
@@ -120,7 +120,7 @@ function serviceBox(s, role) {
   let sparks = "";
   if (s.series && s.series.rx) sparks += `<div class="spark-row">rx ${spark(s.series.rx, 150, 22)}</div>`;
   if (role === "input" && s.series && s.series.conns) sparks += `<div class="spark-row">conn ${spark(s.series.conns, 150, 16)}</div>`;
-  if (s.series && s.series.tx && role !== "input") sparks += `<div class="spark-row">tx ${spark(s.series.tx, 150, 22)}</div>`;
+  if (s.series && s.series.tx && role !== "input" && (role !== "consumer" || s.output || s.tx_total > 0)) sparks += `<div class="spark-row">tx ${spark(s.series.tx, 150, 22)}</div>`;
   return `<div class="box svc${state.selected === s.name + "|" ? " selected" : ""}" data-role="${role}" data-service="${esc(s.name)}" data-gobj=""` +
     ` data-gclass="${esc(s.gclass)}" data-state="${esc(s.state)}" data-running="${!!s.running}" data-playing="${!!s.playing}"` +
     ` data-waiting="${!!s.waiting}" data-rx="${attrValue(rx)}" data-tx="${attrValue(tx)}" data-connections="${attrValue(s.connections)}">` +
@@ -149,11 +149,18 @@ function queueBox(svc, q) {
     `</div>`;
 }
 
+// host:port of an address ("tcp://127.0.0.1:2001" -> "127.0.0.1:2001"), to match a destination to a local listener.
+function hostPort(a) {
+  return String(a || "").replace(/^[a-z0-9+.-]+:\/\//i, "").replace(/\/.*$/, "");
+}
+
 function destBox(svc, l) {
+  const local = state.listeners[hostPort(l.peer)];
   return `<div class="box dest" data-service="${esc(svc)}" data-gobj="${esc(l.path)}" data-link="${esc(l.path)}"` +
     ` data-up="${l.up}" data-peer="${esc(l.peer)}" data-gclass="${esc(l.gclass)}">` +
     `<div class="t"><b>${esc(l.peer || "(no address)")}</b><span class="gc">${esc(l.gclass)}</span></div>` +
-    `<div class="st"><span class="dot ${l.up ? "on" : "off"}"></span>${l.up ? "link up" : "link down"} \u00b7 ${esc(l.state)}</div></div>`;
+    `<div class="st"><span class="dot ${l.up ? "on" : "off"}"></span>${l.up ? "link up" : "link down"} \u00b7 ${esc(l.state)}</div>` +
+    (local ? `<div class="st">\u2192 ${esc(local)} (this yuno)</div>` : "") + `</div>`;
 }
 
 function col(head, html) {
@@ -220,7 +227,7 @@ function drawWires(rowEl, wires) {
 
 function render(view) {
   state.view = view;
-  $("#yuno").textContent = `${view.yuno}${view.role ? " (" + view.role + ")" : ""}`;
+  $("#yuno").textContent = `${view.yuno}${view.role && view.role !== view.yuno ? " (" + view.role + ")" : ""}`;
   const p = view.process || {};
   const ps = p.series || {};
   $("#proc").innerHTML =
@@ -228,7 +235,11 @@ function render(view) {
     `<div class="metric" data-proc="rss" data-value="${attrValue(p.rss)}"><span class="k">RSS</span> <b>${bytes(p.rss)}</b> ${spark(ps.rss, 90, 18)}</div>` +
     `<div class="metric" data-proc="busy" data-value="${attrValue(p.busy_pct)}"><span class="k">core loop busy</span> <b>${p.busy_pct == null ? "\u2013" : num(p.busy_pct) + " %"}</b> ${spark(ps.busy, 90, 18)}</div>`;
   const byName = {};
-  for (const s of view.services || []) byName[s.name] = s;
+  state.listeners = {};
+  for (const s of view.services || []) {
+    byName[s.name] = s;
+    for (const u of s.listen || []) state.listeners[hostPort(u)] = s.name;
+  }
   const rows = (view.pipelines && view.pipelines.rows) || [];
   const built = rows.map((r, i) => rowHtml(r, byName, i));
   const others = ((view.pipelines && view.pipelines.others) || []).filter((n) => byName[n]);
