@@ -236,20 +236,28 @@ final class Chromium {
             return r.path("result").path("value");
         }
 
-        /** Waits until {@code expression} is truthy in the page; answers its value. */
+        /**
+         * Waits until {@code expression} is truthy in the page; answers its value. While the page loads the
+         * expression may throw (no body yet): that counts as "not yet".
+         */
         JsonNode waitFor(String expression, long timeoutMs, String what) throws Exception {
             long deadline = System.currentTimeMillis() + timeoutMs;
-            JsonNode v = null;
+            String last = null;
             while (System.currentTimeMillis() < deadline) {
-                v = eval(expression);
-                if (v != null && !v.isMissingNode() && !v.isNull() && !(v.isBoolean() && !v.asBoolean())
-                        && !(v.isTextual() && v.asText().isEmpty())) {
-                    return v;
+                try {
+                    JsonNode n = eval(expression);
+                    if (n != null && !n.isMissingNode() && !n.isNull() && !(n.isBoolean() && !n.asBoolean())
+                            && !(n.isTextual() && n.asText().isEmpty())) {
+                        return n;
+                    }
+                    last = String.valueOf(n);
+                } catch (IOException pageThrew) {
+                    last = pageThrew.getMessage();
                 }
                 Thread.sleep(250);
             }
             throw new AssertionError("timed out after " + timeoutMs + " ms waiting for " + what + " (" + expression
-                    + "), last value " + v);
+                    + "), last value " + last);
         }
 
         @Override
