@@ -64,7 +64,9 @@ final class ServiceMetrics {
     static List<Sample> of(GObj service) {
         List<Sample> out = new ArrayList<>();
         walk(service, "", 0, out);
-        out.add(new Sample("connections", Kind.GAUGE, "", service.gclassName(), connections(service)));
+        // Unless the service has a "connections" stat of its own: the same series twice would fail the scrape.
+        boolean own = out.stream().anyMatch(s -> s.gobj.isEmpty() && s.stat.equals("connections"));
+        if (!own) out.add(new Sample("connections", Kind.GAUGE, "", service.gclassName(), connections(service)));
         return out;
     }
 
