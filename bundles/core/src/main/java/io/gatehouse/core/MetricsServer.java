@@ -559,6 +559,15 @@ public final class MetricsServer implements AutoCloseable {
             return;
         }
         String cmd = command;
+        YunoRuntime.ExternalCommand ext = runtime.externalCommand(cmd);
+        if (ext != null) {
+            // Commands that wait for the core loop themselves (list-bundles, update-bundle) run off it.
+            ext.run(kw).whenComplete((env, err) -> ctx.executor().execute(() -> {
+                if (err != null) fail(ctx, err);
+                else respond(ctx, "200 OK", "application/json", json(env), false);
+            }));
+            return;
+        }
         onCore(ctx, () -> runtime.yuno().command(cmd, kw), env -> respond(ctx, "200 OK", "application/json", json(env), false));
     }
 
