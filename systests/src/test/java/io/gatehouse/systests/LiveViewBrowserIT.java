@@ -136,7 +136,29 @@ class LiveViewBrowserIT {
                 dest = new Reliability.IdSink(dest1, ledger);   // and comes back on the same port
                 JsonNode back = tab.waitFor(link1When("l.up === 'true'"), 90_000, "output-1's link green again");
                 assertTrue(back.path("wire").asText().contains("up"), back.toString());
-                tab.waitFor(link1When("l.depth < " + grown.path("depth").asLong()), 90_000, "the queue draining");
+                try {
+                    tab.waitFor(link1When("l.depth < " + grown.path("depth").asLong()), 90_000, "the queue draining");
+                } catch (AssertionError e) {
+                    throw new AssertionError(e.getMessage() + "\npage: " + tab.eval("document.body.dataset.frames + ' frames, '"
+                            + " + document.getElementById('status').textContent + ', ' + JSON.stringify("
+                            + link1When("true") + ")") + "\nserver: " + Reliability.command(control,
+                            "stats-yuno service=__output_side__").path("data").path("output-1"), e);
+                }
+
+                // Drill-down: the input gate's attributes, tree and commands; a read-only command runs, a write is off.
+                tab.eval("document.querySelector('.box.svc[data-service=\"__input_side__\"]').click(), 1");
+                tab.waitFor("!document.getElementById('detail').hidden && document.querySelector('#detail [data-run=\"view-channels\"]')",
+                        30_000, "the drill-down panel of __input_side__");
+                assertTrue(tab.eval("document.querySelector('#detail table').textContent.includes('send_type')").asBoolean(),
+                        "C_IOGATE's attributes are listed");
+                assertTrue(tab.eval("document.querySelector('#detail .tree').textContent.includes('input-16')").asBoolean(),
+                        "the gobj tree of the service is shown");
+                assertTrue(tab.eval("document.querySelector('#detail [data-command=\"disable-channel\"] button').disabled").asBoolean(),
+                        "a command that writes is off without a control token");
+                tab.eval("document.querySelector('#detail [data-run=\"view-channels\"]').click(), 1");
+                JsonNode table = tab.waitFor("(() => { const o = document.getElementById('out'); return o && o.textContent.includes('input-1')"
+                        + " && o.textContent.includes('result 0') ? o.textContent : null; })()", 30_000, "view-channels' answer");
+                assertTrue(table.asText().contains("Channel name"), table.asText());
             }
 
             // 3. The screenshot for docs/OPERATIONS.md: the demo under load, its second queue draining.

@@ -56,7 +56,7 @@ function pushFrame(view) {
 
 // A sparkline: the samples kept (up to the ring: 15 minutes), 0 at the bottom, their maximum at the top; gaps where
 // there was no sample. Until a minute has been kept it fills from the right, then it spans the whole width.
-function spark(id, w, h, cls) {
+function spark(id, w, h, cls, label = true) {
   const v = state.hist.series[id] || [];
   let max = 0;
   for (const x of v) if (x != null && x > max) max = x;
@@ -82,8 +82,9 @@ function spark(id, w, h, cls) {
     open = true;
   });
   if (open) area += `L${(x0 + (v.length - 1) * step).toFixed(1)},${h}Z`;
+  const top = label && v.some((x) => x != null && x > 0) ? `<span class="max" title="the highest in the sparkline">${num(max)}</span>` : "";
   return `<svg class="spark ${cls || ""}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" data-series="${esc(id)}">` +
-    `<title>${esc(id)}: max ${num(max)}</title><path class="a" d="${area}"/><path class="l" d="${line}"/></svg>`;
+    `<title>${esc(id)}: max ${num(max)}</title><path class="a" d="${area}"/><path class="l" d="${line}"/></svg>${top}`;
 }
 
 // --- Rendering ---
@@ -231,9 +232,9 @@ function render(view) {
   const p = view.process || {};
   const ps = p.series || {};
   $("#proc").innerHTML =
-    `<div class="metric" data-proc="heap" data-value="${attrValue(p.heap_used)}"><span class="k">heap</span> <b>${bytes(p.heap_used)}</b> / ${bytes(p.heap_max)} ${spark(ps.heap, 90, 18)}</div>` +
-    `<div class="metric" data-proc="rss" data-value="${attrValue(p.rss)}"><span class="k">RSS</span> <b>${bytes(p.rss)}</b> ${spark(ps.rss, 90, 18)}</div>` +
-    `<div class="metric" data-proc="busy" data-value="${attrValue(p.busy_pct)}"><span class="k">core loop busy</span> <b>${p.busy_pct == null ? "\u2013" : num(p.busy_pct) + " %"}</b> ${spark(ps.busy, 90, 18)}</div>`;
+    `<div class="metric" data-proc="heap" data-value="${attrValue(p.heap_used)}"><span class="k">heap</span> <b>${bytes(p.heap_used)}</b> / ${bytes(p.heap_max)} ${spark(ps.heap, 90, 18, "", false)}</div>` +
+    `<div class="metric" data-proc="rss" data-value="${attrValue(p.rss)}"><span class="k">RSS</span> <b>${bytes(p.rss)}</b> ${spark(ps.rss, 90, 18, "", false)}</div>` +
+    `<div class="metric" data-proc="busy" data-value="${attrValue(p.busy_pct)}"><span class="k">core loop busy</span> <b>${p.busy_pct == null ? "\u2013" : num(p.busy_pct) + " %"}</b> ${spark(ps.busy, 90, 18, "", false)}</div>`;
   const byName = {};
   state.listeners = {};
   for (const s of view.services || []) {
