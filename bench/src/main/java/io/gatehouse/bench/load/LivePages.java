@@ -41,11 +41,16 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Throughput on a shared 2-vCPU machine moves with the neighbours, so each run also reports CPU time, which
  * does not: the core thread's CPU microseconds per forwarded message, and the HTTP thread's CPU milliseconds per
- * second (serving the pages), from {@link java.lang.management.ThreadMXBean} over the measuring window.
+ * second (serving the pages), from {@link java.lang.management.ThreadMXBean} over the measuring window; and, before
+ * the load starts, the same two threads' CPU per second with no traffic at all, which is the cost of the sampler
+ * and of the pages alone.
  *
  * <pre>LivePages [--rounds 5] [--pages 50] [--duration 4] [--warmup 2] [--connections 4] [--window 2000]</pre>
  */
 public final class LivePages {
+    /** The idle measurement before each run: long enough for several sampler ticks. */
+    static final long IDLE_MS = 5_000;
+
     private LivePages() {}
 
     public static void main(String[] args) throws Exception {
@@ -122,6 +127,15 @@ public final class LivePages {
                     }
                     open.add(fetch(browsers, port, "/api/events", frames));
                 }
+                // Idle first: with no traffic, what the core and HTTP threads spend on the sampler and the pages alone.
+                Map<String, Long> idle0 = cpu();
+                long i0 = System.nanoTime();
+                Thread.sleep(IDLE_MS);
+                Map<String, Long> idle1 = cpu();
+                double idleSecs = (System.nanoTime() - i0) / 1e9;
+                System.out.printf(Locale.ROOT, "IDLE pages=%d core_ms_per_s=%.3f http_ms_per_s=%.3f%n", pages,
+                        delta(idle0, idle1, "gatehouse-core-") / 1e6 / idleSecs,
+                        delta(idle0, idle1, "gatehouse-http-") / 1e6 / idleSecs);
                 LoadGen.Options x = o.copy();
                 x.port = input;
                 long before = frames.get();
