@@ -30,6 +30,7 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -380,6 +381,14 @@ public final class MetricsServer implements AutoCloseable {
             return URLDecoder.decode(s, StandardCharsets.UTF_8);
         }
 
+        static String decodeOrNull(String s) {
+            try {
+                return decode(s);
+            } catch (IllegalArgumentException badEscape) {
+                return null;
+            }
+        }
+
         String cookie(String name) {
             String c = header("cookie");
             if (c == null) return null;
@@ -402,7 +411,9 @@ public final class MetricsServer implements AutoCloseable {
     }
 
     private boolean authorized(Request r) {
-        return token == null || tokenIs(r.bearer()) || tokenIs(r.cookie(COOKIE)) || tokenIs(r.header(TOKEN_HEADER));
+        String cookie = r.cookie(COOKIE);
+        return token == null || tokenIs(r.bearer()) || tokenIs(r.header(TOKEN_HEADER))
+                || (cookie != null && tokenIs(Request.decodeOrNull(cookie)));
     }
 
     /** May write: a token is configured and the request carries it in a header (not only in the cookie). */
@@ -444,7 +455,8 @@ public final class MetricsServer implements AutoCloseable {
             String q = r.query.get("token");
             if (q != null && tokenIs(q) && r.path.equals("/")) {
                 respond(ctx, "303 See Other", "text/plain; charset=utf-8", text("see /\n"), false,
-                        "Location: /", "Set-Cookie: " + COOKIE + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+                        "Location: /", "Set-Cookie: " + COOKIE + "=" + URLEncoder.encode(token, StandardCharsets.UTF_8)
+                                + "; Path=/; HttpOnly; SameSite=Strict");
                 return;
             }
             if (!authorized(r)) {
@@ -591,7 +603,9 @@ public final class MetricsServer implements AutoCloseable {
         out.writeCharSequence(h, StandardCharsets.ISO_8859_1);
         ctx.write(out);
         ObjectNode f = lastFrame;
-        if (f != null) ctx.write(sseFrame(json(f)));
+        if (f != null && System.nanoTime() - lastFrameNanos < TimeUnit.MILLISECONDS.toNanos(2 * Sampler.PERIOD_MS)) {
+            ctx.write(sseFrame(json(f)));
+        }
         ctx.flush();
     }
 

@@ -369,7 +369,9 @@ function setStatus(s, text) {
 }
 
 function onView(view) {
-  pushFrame(view);
+  const times = state.hist.times;
+  // The history loaded at start may already hold this tick: add a sample only for a newer one.
+  if (!times.length || view.t > times[times.length - 1]) pushFrame(view);
   render(view);
   setStatus("live", "live \u00b7 " + new Date(view.t).toLocaleTimeString());
 }
