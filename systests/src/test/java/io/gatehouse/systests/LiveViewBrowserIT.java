@@ -48,12 +48,13 @@ class LiveViewBrowserIT {
         Assumptions.assumeTrue(Chromium.binary().isPresent(),
                 "chromium is not installed: skipping the live-view browser test (.ci/run installs it: apt-get install -y chromium)");
         Path work = Reliability.work("live-view");
-        int[] ports = Gateways.freePorts(5);
+        int[] ports = Gateways.freePorts(6);
         int input = ports[0], sink0 = ports[1], dest1 = ports[2], control = ports[3], http = ports[4];
         ObjectNode cfg = Reliability.demo();
         ObjectNode vars = (ObjectNode) cfg.get("__json_config_variables__");
         vars.put("__host__", "127.0.0.1").put("__input_port__", "" + input).put("__sink0_port__", "" + sink0)
                 .put("__sink1_port__", "" + dest1);
+        if (vars.has("__http_port__")) vars.put("__http_port__", "" + ports[5]);   // the demo's HTTP ingest, never 2080
         ArrayNode services = (ArrayNode) cfg.get("services");
         for (int i = services.size() - 1; i >= 0; i--) {
             String n = services.get(i).get("name").asText();

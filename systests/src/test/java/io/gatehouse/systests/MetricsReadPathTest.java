@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 18's test of the read path: the demo gateway in one process on a manual clock, Prometheus scraping
  * {@code /metrics} every 100 ms (and the live page polling its view and the sampler ticking every second) while a
  * person takes {@code stats-yuno} every 1.5 s. Exactly 15 messages go in every 100 ms, so the person's input rate
- * must be exactly 150 msgs/s at every read; and for every gate and channel of the demo, the rate the person reads
+ * must be exactly 150 msgs/s at every read; and for every gate and channel of the demo (every C_IOGATE service, and
+ * the gates of every C_MQIOGATE's queues), the rate the person reads
  * must be exactly the messages between that person's own two reads over 1.5 s, which it is only when nobody else
  * moved the window (seeds/000).
  */
@@ -98,14 +99,20 @@ class MetricsReadPathTest {
      */
     private static Map<String, Long> read(YunoRuntime rt, Map<String, long[]> previous) {
         Map<String, Long> rates = new HashMap<>();
-        for (String svc : new String[] {"__input_side__", "__sink0_side__", "__sink1_side__", "__output_side__"}) {
-            JsonNode d = rt.command("stats-yuno service=" + svc).get("data");
-            if (svc.equals("__output_side__")) {
-                for (String q : new String[] {"output-0", "output-1"}) check(q, d.get(q), previous, rates);
-            } else {
-                check(svc, d, previous, rates);
+        for (JsonNode svc : rt.command("list-services").get("data")) {
+            String name = svc.get("service").asText();
+            String gclass = svc.get("gclass").asText();
+            if (gclass.equals("C_IOGATE")) {
+                check(name, rt.command("stats-yuno service=" + name).get("data"), previous, rates);
+            } else if (gclass.equals("C_MQIOGATE")) {
+                JsonNode d = rt.command("stats-yuno service=" + name).get("data");
+                for (Iterator<Map.Entry<String, JsonNode>> it = d.fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> q = it.next();
+                    check(name + "/" + q.getKey(), q.getValue(), previous, rates);
+                }
             }
         }
+        assertTrue(rates.size() >= 8, "every gate and channel of the demo was read: " + rates.keySet());
         return rates;
     }
 
