@@ -96,7 +96,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> BACKUP_QUEUE_SIZE = Attr.integer("backup_queue_size", 1000000, AttrFlag.PERSIST,
             "Topic size that makes an empty queue be backed up and started again (read at open)");
     static final Attr<Long> ALERT_QUEUE_SIZE = Attr.integer("alert_queue_size", 2000, AttrFlag.PERSIST,
-            "Queue size that raises the alert (warning log, alert=true in stats); 0 = never");
+            "Queue size that raises the alert (warning log, alert=true in stats), cleared under half of it; 0 = never");
     static final Attr<Long> TIMEOUT_ACK = Attr.integer("timeout_ack", 60, AttrFlag.PERSIST,
             "A message not acked within this many seconds is sent again (doubling per retry, up to 8x)");
     static final Attr<Long> RETRY_DELAY = Attr.integer("retry_delay", 1000, AttrFlag.PERSIST,
@@ -117,7 +117,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> OLDEST_PENDING_AGE_MS = Attr.integer("oldest_pending_age_ms", 0, AttrFlag.STATS,
             "Age of the oldest message of the queue, ms (resolution of the queue's t: seconds unless sf_t_ms)");
     static final Attr<Boolean> ALERT = Attr.bool("alert", false, AttrFlag.STATS,
-            "The queue size is at or over alert_queue_size");
+            "The queue reached alert_queue_size and has not yet fallen under half of it");
     static final Attr<Long> RETRIES = Attr.counter("retries", AttrFlag.RSTATS,
             "Messages sent again after an ack timeout or a nack");
     static final Attr<Long> NACKS = Attr.counter("nacks", AttrFlag.RSTATS, "Acks with a negative result");
@@ -1026,14 +1026,17 @@ public final class QIoGate implements GObjBehavior {
 
     /**
      * The queue-size alert: said once when the queue reaches {@code alert_queue_size}, and once when it is back
-     * under it (with how large it grew), never per message in between.
+     * under half of it (with how large it grew), never per message in between. Clearing at half, not at the limit
+     * itself, keeps a queue that hovers around the limit (a full in-flight window under steady load) from saying
+     * the alert and its end every few hundred milliseconds.
      */
     private void checkAlert(boolean atOpen) {
         if (trq == null) return;
         long limit = gobj.readLong(ALERT_QUEUE_SIZE);
         int size = trq.size();
-        boolean over = limit > 0 && !gobj.readBool(DISABLE_ALERT) && size >= limit;
         boolean was = gobj.readBool(ALERT);
+        boolean enabled = limit > 0 && !gobj.readBool(DISABLE_ALERT);
+        boolean over = enabled && (was ? size >= limit / 2 : size >= limit);
         if (over && size > alertPeak) alertPeak = size;
         if (over && !was) {
             Glog.warn(gobj, gobj.read(ALERT_MESSAGE) + " " + size + " msgs", "node", hostName(),
@@ -1042,7 +1045,7 @@ public final class QIoGate implements GObjBehavior {
                     "at_open", atOpen);
         } else if (!over && was) {
             Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit,
-                    "peak", alertPeak);
+                    "cleared_under", limit / 2, "peak", alertPeak);
             alertPeak = 0;
         }
         if (over != was) gobj.setBool(ALERT, over);
