@@ -20,6 +20,9 @@ import java.util.List;
  * {@link #subscribe()} on a timer and rejoins a gate that was rebuilt (hot swap) without any notification.
  */
 public final class InputGates {
+    /** Where {@link #exportState} puts the gates in a live upgrade's state. */
+    public static final String HANDOVER_KEY = "input_gates";
+
     private final GObj owner;
     private final List<String> names;
     private final List<GObj> subscribed = new ArrayList<>();
@@ -80,6 +83,22 @@ public final class InputGates {
      */
     public List<GObj> subscribedGates() {
         return List.copyOf(subscribed);
+    }
+
+    /** Puts {@link #subscribedGates} in the state a live upgrade hands over ({@code GObjBehavior.onExport}). */
+    public void exportState(ObjectNode state) {
+        Kw.putRef(state, HANDOVER_KEY, subscribedGates());
+    }
+
+    /**
+     * Adopts the gates {@link #exportState} put in {@code state} ({@code GObjBehavior.onImport}); false when it
+     * holds none (the caller then subscribes as it would at start).
+     */
+    public boolean importState(JsonNode state) {
+        List<?> gates = Kw.ref(state, HANDOVER_KEY, List.class);
+        if (gates == null) return false;
+        adopt(gates);
+        return true;
     }
 
     /**

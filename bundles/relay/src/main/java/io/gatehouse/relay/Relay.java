@@ -164,7 +164,7 @@ public final class Relay implements GObjBehavior {
     @Override
     public ObjectNode onExport() {
         ObjectNode s = Kw.create();
-        Kw.putRef(s, "input_gates", inputs.subscribedGates());
+        inputs.exportState(s);
         s.put("check_due_ms", checkDueMs);
         ObjectNode st = s.putObject("streaks");
         st.put("output_missing", outputMissing.count());
@@ -186,12 +186,7 @@ public final class Relay implements GObjBehavior {
         // gates the old one was on (core keeps the subscriptions: none is made again, and a rebuilt gate is joined
         // at the check that was due, as without the upgrade).
         onCreate();
-        List<?> gates = Kw.ref(state, "input_gates", List.class);
-        if (gates != null) {
-            inputs.adopt(gates);
-        } else if (due >= 0) {
-            inputs.subscribe();
-        }
+        if (!inputs.importState(state) && due >= 0) inputs.subscribe();
         if (due >= 0) armCheck(due);
     }
 

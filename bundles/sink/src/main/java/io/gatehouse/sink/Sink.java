@@ -145,7 +145,7 @@ public final class Sink implements GObjBehavior {
     public ObjectNode onExport() {
         ObjectNode s = Kw.create();
         s.set("ids", ids.exportState());
-        Kw.putRef(s, "input_gates", inputs.subscribedGates());
+        inputs.exportState(s);
         s.put("check_due_ms", checkDueMs);
         checker.cancel();
         return s;
@@ -162,12 +162,7 @@ public final class Sink implements GObjBehavior {
         // gates the old one was on (core keeps the subscriptions: none is made again, and a rebuilt gate is joined
         // at the check that was due, as without the upgrade).
         onCreate();
-        List<?> gates = Kw.ref(state, "input_gates", List.class);
-        if (gates != null) {
-            inputs.adopt(gates);
-        } else if (due >= 0) {
-            inputs.subscribe();
-        }
+        if (!inputs.importState(state) && due >= 0) inputs.subscribe();
         if (due >= 0) armCheck(due);
     }
 
