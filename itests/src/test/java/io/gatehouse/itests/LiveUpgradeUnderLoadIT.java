@@ -185,7 +185,14 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 producer.stop();
                 await("every message acked", 120_000, producer::allAcked);
                 int sent = producer.sent();
-                await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent);
+                try {
+                    await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent);
+                } catch (AssertionError e) {
+                    // say how far the drain got: stalled (a swap broke a path) or slow (a loaded machine)
+                    throw new AssertionError(e.getMessage() + ": sent " + sent + ", at the sinks " + sink0.distinct()
+                        + " + " + sink1.distinct() + " distinct, connections " + sink0.connectionsAccepted() + " + "
+                        + sink1.connectionsAccepted() + "; swaps " + swaps.size(), e);
+                }
                 Thread.sleep(500);
 
                 StringBuilder report = new StringBuilder();
