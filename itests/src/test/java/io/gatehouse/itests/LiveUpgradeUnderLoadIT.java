@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.jar.JarInputStream;
 
+import io.gatehouse.testkit.load.AckingSink;
+import io.gatehouse.testkit.load.PacedProducer;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -170,6 +172,11 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 () -> sink0.connectionsAccepted() == 1 && sink1.connectionsAccepted() == 1);
             try (PacedProducer producer = new PacedProducer(port(1), RATE, 20_000).start()) {
                 await("the flow started", 30_000, () -> sink0.received() + sink1.received() > RATE);
+                // The baseline the swaps' gaps are read against: the same flow on the same machine, nothing upgraded.
+                Swap steady = new Swap("(none)", "steady flow");
+                Thread.sleep(2_300);
+                steady.endNanos = System.nanoTime() - 300_000_000L;
+                swaps.add(steady);
                 for (String b : BUNDLES) {
                     String bsn = GROUP + "." + b;
                     File original = bundleFile(b);
@@ -189,17 +196,18 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 Thread.sleep(500);
 
                 StringBuilder report = new StringBuilder();
-                report.append(String.format("LiveUpgradeUnderLoadIT: %d messages at %d msgs/s; producer: %d acked, %d acked"
+                report.append(String.format("LiveUpgradeUnderLoadIT: %d messages at %d msgs/s, load average %s; producer: %d acked, %d acked"
                     + " twice, %d nacks, %d connections lost; sinks: %d + %d distinct, %d duplicates, connections %d + %d%n",
-                    sent, RATE, producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
+                    sent, RATE, loadAverage(), producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
                     sink0.distinct(), sink1.distinct(), sink0.duplicates() + sink1.duplicates(),
                     sink0.connectionsAccepted(), sink1.connectionsAccepted()));
                 report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  rebuilt\n");
                 for (Swap s : swaps) {
                     double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
                         sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
-                    report.append(String.format("  %-10s %-14s %9.0f %6d %9.2f %28.1f  %s%n", s.bundle, s.how,
-                        (s.endNanos - s.startNanos) / 1e6, s.migrated, s.pauseMs, gap, s.rebuilt));
+                    report.append(String.format("  %-10s %-14s %9.0f %6s %9s %28.1f  %s%n", s.bundle, s.how,
+                        (s.endNanos - s.startNanos) / 1e6, s.migrated < 0 ? "-" : String.valueOf(s.migrated),
+                        s.pauseMs < 0 ? "-" : String.format("%.2f", s.pauseMs), gap, s.rebuilt));
                 }
                 System.out.print(report);
 
@@ -214,6 +222,15 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     assertTrue(s.bundle + " " + s.how + " rebuilt services: " + s.rebuilt + "\n" + report, s.rebuilt.isEmpty());
                 }
             }
+        }
+    }
+
+    /** The machine's 1-minute load average, printed with the figures: a gap means little without it. */
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        } catch (IOException | RuntimeException e) {
+            return "?";
         }
     }
 
