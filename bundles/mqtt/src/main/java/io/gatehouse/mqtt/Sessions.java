@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.mqtt;
+
+import io.gatehouse.api.GObj;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * The MQTT sessions of one yuno: which client id is connected where (for takeover), and, per session, the QoS 2
+ * packet ids the gateway has taken and not yet seen released (PUBREL). Those ids are what stops a resent QoS 2
+ * PUBLISH from being queued twice, across reconnects and across a restart of the gateway.
+ *
+ * <p>Bounded: at most {@code maxSessions} sessions (expired ones go first, then the one disconnected longest
+ * ago) and, per session, as many ids as the gclass lets a client have in flight (it checks before adding).
+ *
+ * <p>Persisted in {@code <data>/mqtt/sessions.log}, an append-only log of one line per change, written to the
+ * page cache as the change happens (so it survives a kill -9 of the process) and compacted to the live state
+ * (temp file, fsync, rename) when it grows past four times that state. Only persistent sessions (clean session 0,
+ * or a session expiry interval above 0) are logged. Lines ({@code C} = the client id in URL-safe base64):
+ * <pre>
+ *   S C expiry_s   a persistent session (expiry interval in seconds; -1 = never)
+ *   E C epoch_ms   the session's client disconnected at that time (its expiry counts from there)
+ *   A C id         QoS 2 id taken: handed to the queue, durability not confirmed yet
+ *   D C id         QoS 2 id durable: PUBREC sent
+ *   R C id         QoS 2 id released (PUBREL) or refused
+ *   X C            session removed
+ * </pre>
+ * One store per data directory (one yuno per data directory, as for persistent attributes), shared by every
+ * C_PROT_MQTT gobj of the yuno, used on its core thread only; the reference count closes it with the last gobj.
+ */
+final class Sessions {
+
+    /** A QoS 2 id handed to the queue whose durability this process has not seen. */
+    static final byte RECEIVED = 1;
+    /** A QoS 2 id whose message is durable and whose PUBREC was sent. */
+    static final byte DURABLE = 2;
+
+    /** One client id's session. Plain fields: what a live handover would carry. */
+    static final class Session {
+        final String clientId;
+        final String key;
+        boolean persistent;
+        /** Seconds the session outlives its connection; -1 = never expires. */
+        long expiryS;
+        /** When its client disconnected (epoch ms); -1 while connected. */
+        long disconnectedAt = -1;
+        /** The gobj serving it now, or null. */
+        GObj owner;
+        /** The connection epoch of {@link #owner} when it took the session. */
+        long ownerEpoch;
+        final Map<Integer, Byte> qos2 = new HashMap<>();
+        /** Ids in {@link #qos2} that were RECEIVED by an earlier connection or process (their ack cannot come). */
+        boolean hasOrphans;
+
+        Session(String clientId) {
+            this.clientId = clientId;
+            this.key = Base64.getUrlEncoder().withoutPadding().encodeToString(clientId.getBytes(StandardCharsets.UTF_8));
+        }
+
+        boolean expired(long nowMs) {
+            return owner == null && expiryS >= 0 && disconnectedAt >= 0 && nowMs - disconnectedAt >= expiryS * 1000;
+        }
+    }
+
+    private static final Map<Object, Sessions> OPEN = new HashMap<>();
+
+    private final Object id;
+    private final Path file;
+    private int refs;
+    /** Access order: the eldest is the one used longest ago. */
+    private final LinkedHashMap<String, Session> sessions = new LinkedHashMap<>(16, 0.75f, true);
+    private FileChannel log;
+    private long logLines;
+    private long liveLines;
+    private String lastError;
+    private Consumer<String> warn = w -> { };
+    private final ByteBuffer line = ByteBuffer.allocate(1024);
+
+    private Sessions(Object id, Path file) {
+        this.id = id;
+        this.file = file;
+    }
+
+    /**
+     * The store of {@code dataDir} (null: memory only, keyed by {@code owner}), opened and loaded by its first
+     * user. {@code warn} hears what could not be read or written.
+     */
+    static Sessions acquire(Path dataDir, Object owner, long nowMs, Consumer<String> warn) {
+        synchronized (OPEN) {
+            Object id = dataDir == null ? owner : dataDir.toAbsolutePath().normalize();
+            Sessions s = OPEN.get(id);
+            if (s == null) {
+                s = new Sessions(id, dataDir == null ? null : dataDir.resolve("mqtt").resolve("sessions.log"));
+                s.warn = warn;
+                s.load(nowMs, warn);
+                OPEN.put(id, s);
+            }
+            s.refs++;
+            return s;
+        }
+    }
+
+    /** Gives the store back; the last user closes it (the log is fsynced then). */
+    void release() {
+        synchronized (OPEN) {
+            if (--refs > 0) return;
+            OPEN.remove(id);
+        }
+        if (log != null) {
+            try {
+                log.force(false);
+                log.close();
+            } catch (IOException ignored) {
+                // closing: nothing more to do with it
+            }
+            log = null;
+        }
+    }
+
+    /** The session of a client id, or null (an expired one is removed and answers null). */
+    Session get(String clientId, long nowMs) {
+        Session s = sessions.get(clientId);
+        if (s != null && s.expired(nowMs)) {
+            remove(s);
+            return null;
+        }
+        return s;
+    }
+
+    /**
+     * A new session for {@code clientId}, making room within {@code maxSessions} first: expired sessions go,
+     * then the session disconnected longest ago. Answers null when every session is connected (the store is full).
+     */
+    Session create(String clientId, boolean persistent, long expiryS, long maxSessions, long nowMs) {
+        if (maxSessions > 0 && sessions.size() >= maxSessions) {
+            sweep(nowMs);
+            Iterator<Session> it = sessions.values().iterator();
+            while (sessions.size() >= maxSessions && it.hasNext()) {
+                Session old = it.next();
+                if (old.owner != null) continue;
+                it.remove();
+                logX(old);
+            }
+            if (sessions.size() >= maxSessions) return null;
+        }
+        Session s = new Session(clientId);
+        s.persistent = persistent;
+        s.expiryS = expiryS;
+        sessions.put(clientId, s);
+        if (persistent) append('S', s.key, expiryS);
+        return s;
+    }
+
+    /** Changes whether a session outlives its connection (v5 DISCONNECT may change the expiry). */
+    void setExpiry(Session s, boolean persistent, long expiryS) {
+        if (s.persistent && !persistent) {
+            logX(s);
+        } else if (persistent && (!s.persistent || s.expiryS != expiryS)) {
+            append('S', s.key, expiryS);
+            for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
+                if (!s.persistent) append(e.getValue() == DURABLE ? 'D' : 'A', s.key, e.getKey());
+            }
+        }
+        s.persistent = persistent;
+        s.expiryS = expiryS;
+    }
+
+    /** The session's client went away: a persistent session stays (and starts expiring), another one goes. */
+    void disconnected(Session s, long nowMs) {
+        s.owner = null;
+        if (!s.persistent || s.expiryS == 0) {
+            remove(s);
+            return;
+        }
+        s.disconnectedAt = nowMs;
+        append('E', s.key, nowMs);
+        for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
+            if (e.getValue() == RECEIVED) s.hasOrphans = true;
+        }
+    }
+
+    void remove(Session s) {
+        sessions.remove(s.clientId);
+        if (s.persistent) logX(s);
+    }
+
+    void putQos2(Session s, int packetId, byte state) {
+        Byte old = s.qos2.put(packetId, state);
+        if (s.persistent && (old == null || old != state)) append(state == DURABLE ? 'D' : 'A', s.key, packetId);
+    }
+
+    void releaseQos2(Session s, int packetId) {
+        if (s.qos2.remove(packetId) != null && s.persistent) append('R', s.key, packetId);
+    }
+
+    int size() {
+        return sessions.size();
+    }
+
+    /** Sum of the QoS 2 ids held by every session. */
+    long qos2Ids() {
+        long n = 0;
+        for (Session s : sessions.values()) n += s.qos2.size();
+        return n;
+    }
+
+    /** The last I/O error, or null. */
+    String lastError() {
+        return lastError;
+    }
+
+    private void sweep(long nowMs) {
+        for (Iterator<Session> it = sessions.values().iterator(); it.hasNext(); ) {
+            Session s = it.next();
+            if (s.expired(nowMs)) {
+                it.remove();
+                logX(s);
+            }
+        }
+    }
+
+    private void logX(Session s) {
+        if (s.persistent) append('X', s.key, Long.MIN_VALUE);
+    }
+
+    // --- The log ---
+
+    private void load(long nowMs, Consumer<String> warn) {
+        if (file == null) return;
+        try {
+            Files.createDirectories(file.getParent());
+            if (Files.exists(file)) {
+                int bad = 0;
+                List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+                Map<String, Session> byKey = new HashMap<>();
+                for (String l : lines) {
+                    if (!replay(l, byKey)) bad++;
+                }
+                for (Session s : byKey.values()) {
+                    if (!s.expired(nowMs)) sessions.put(s.clientId, s);
+                }
+                if (bad > 0) warn.accept("MQTT sessions log: " + bad + " unreadable line(s) skipped (a torn last line after a crash)");
+            }
+            compact();
+        } catch (IOException | RuntimeException e) {
+            lastError = String.valueOf(e);
+            warn.accept("MQTT sessions log cannot be read or written, sessions are kept in memory only: " + e);
+            closeQuietly();
+        }
+    }
+
+    private static boolean replay(String l, Map<String, Session> byKey) {
+        if (l.isEmpty()) return true;
+        String[] f = l.split(" ");
+        if (f.length < 2 || f[0].length() != 1) return false;
+        String key = f[1];
+        Session s = byKey.get(key);
+        try {
+            switch (f[0].charAt(0)) {
+                case 'S':
+                    if (s == null) {
+                        s = new Session(new String(Base64.getUrlDecoder().decode(key), StandardCharsets.UTF_8));
+                        byKey.put(key, s);
+                    }
+                    s.persistent = true;
+                    s.expiryS = Long.parseLong(f[2]);
+                    return true;
+                case 'E':
+                    if (s != null) s.disconnectedAt = Long.parseLong(f[2]);
+                    return s != null;
+                case 'A':
+                case 'D':
+                    if (s == null) return false;
+                    // After a restart no ack can come for an id taken before it: see ProtMqtt on orphans.
+                    s.qos2.put(Integer.parseInt(f[2]), f[0].charAt(0) == 'D' ? DURABLE : RECEIVED);
+                    if (f[0].charAt(0) == 'A') s.hasOrphans = true;
+                    return true;
+                case 'R':
+                    if (s != null) s.qos2.remove(Integer.parseInt(f[2]));
+                    return s != null;
+                case 'X':
+                    byKey.remove(key);
+                    return true;
+                default:
+                    return false;
+            }
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Rewrites the log as the live state: temp file, fsync, atomic rename. */
+    private void compact() throws IOException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        closeQuietly();
+        StringBuilder sb = new StringBuilder();
+        long n = 0;
+        for (Session s : sessions.values()) {
+            if (!s.persistent) continue;
+            sb.append("S ").append(s.key).append(' ').append(s.expiryS).append('\n');
+            n++;
+            if (s.disconnectedAt >= 0) {
+                sb.append("E ").append(s.key).append(' ').append(s.disconnectedAt).append('\n');
+                n++;
+            }
+            for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
+                sb.append(e.getValue() == DURABLE ? "D " : "A ").append(s.key).append(' ').append(e.getKey()).append('\n');
+                n++;
+            }
+        }
+        try (FileChannel t = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer b = ByteBuffer.wrap(sb.toString().getBytes(StandardCharsets.UTF_8));
+            while (b.hasRemaining()) t.write(b);
+            t.force(true);
+        }
+        try {
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+        }
+        log = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        logLines = n;
+        liveLines = n;
+    }
+
+    private void append(char op, String key, long value) {
+        if (log == null) return;
+        ByteBuffer line = key.length() + 32 <= this.line.capacity() ? this.line : ByteBuffer.allocate(key.length() + 32);
+        line.clear();
+        line.put((byte) op).put((byte) ' ');
+        for (int i = 0; i < key.length(); i++) line.put((byte) key.charAt(i));
+        if (value != Long.MIN_VALUE) {
+            line.put((byte) ' ');
+            String v = Long.toString(value);
+            for (int i = 0; i < v.length(); i++) line.put((byte) v.charAt(i));
+        }
+        line.put((byte) '\n');
+        line.flip();
+        try {
+            while (line.hasRemaining()) log.write(line);
+            logLines++;
+            switch (op) {
+                case 'S': case 'A': case 'E': liveLines++; break;
+                case 'R': case 'X': liveLines = Math.max(0, liveLines - 1); break;
+                default: break;
+            }
+            if (logLines > 4 * Math.max(liveLines, 4096)) compact();
+        } catch (IOException e) {
+            lastError = String.valueOf(e);
+            closeQuietly();
+            warn.accept("MQTT sessions log cannot be written, sessions are kept in memory only from now on: " + e);
+        }
+    }
+
+    private void closeQuietly() {
+        if (log == null) return;
+        try {
+            log.close();
+        } catch (IOException ignored) {
+            // already failing: memory only from now on
+        }
+        log = null;
+    }
+}
