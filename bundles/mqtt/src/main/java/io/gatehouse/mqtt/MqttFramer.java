@@ -70,7 +70,7 @@ final class MqttFramer {
             if (headerBytes == 0 && partial == null) {
                 // Fast path: the whole fixed header is in this input.
                 if (!readHeader(in)) {
-                    if (error != Error.NONE) return null;
+                    if (error != Error.NONE || headerBytes == 0) return null;   // refused, or nothing to read
                     // incomplete: keep what was read in a buffer of our own and carry on from there
                     partial = alloc.buffer(8);
                     partial.writeBytes(in, start, in.readerIndex() - start);

@@ -1114,11 +1114,13 @@ public final class ProtMqtt implements GObjBehavior {
     }
 
     /**
-     * Closes the connection: 5.0 sessions hear why first (a DISCONNECT with {@code reason} when it is not -1),
+     * Closes the connection: 5.0 sessions hear why first (a DISCONNECT with {@code reason}, a reason code byte,
+     * unless it is -1),
      * then the transport is dropped; nothing more is read.
      */
     private void close(int reason) {
-        if (reason >= 0 && version == 5 && gobj.inState(St.ST_CONNECTED)) {
+        // reason codes are bytes (0x80 and up are negative as Java bytes); -1 (0xff) is no code at all
+        if (reason != -1 && version == 5 && gobj.inState(St.ST_CONNECTED)) {
             tx(new MqttMessage(new MqttFixedHeader(MqttMessageType.DISCONNECT, false, MqttQoS.AT_MOST_ONCE, false, 0),
                     new MqttReasonCodeAndPropertiesVariableHeader((byte) reason, MqttProperties.NO_PROPERTIES)));
         }
