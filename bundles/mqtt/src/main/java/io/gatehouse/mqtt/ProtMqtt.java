@@ -134,6 +134,9 @@ public final class ProtMqtt implements GObjBehavior {
             "A packet left incomplete this long after its last bytes is a close, ms");
     static final Attr<Long> TIMEOUT_CLOSE = Attr.integer("timeout_close", 3000, AttrFlag.PERSIST,
             "Timeout waiting the transport to disconnect after a drop, ms");
+    static final Attr<Long> TIMEOUT_ACKS_AFTER_CLOSE = Attr.integer("timeout_acks_after_close", 5000, AttrFlag.PERSIST,
+            "After a connection closed with QoS 1/2 messages in flight, how long their acks are still awaited (a"
+            + " QoS 2 resend on a new connection gets its PUBREC from them); the channel closes then, ms");
     static final Attr<Long> INPUT_THRESHOLD_MSGS = Attr.integer("input_threshold_msgs", 0, AttrFlag.WR,
             "Input threshold, messages handed up and not credited back; 0 = unlimited");
     static final Attr<Long> INPUT_THRESHOLD_BYTES = Attr.integer("input_threshold_bytes", 0, AttrFlag.WR,
@@ -169,7 +172,7 @@ public final class ProtMqtt implements GObjBehavior {
     /** Every attribute, in one order for both gclass names (a shared attribute has one slot). */
     private static final Attr<?>[] ATTRS = {IAM_SERVER, MAX_PACKET_SIZE, MAX_CLIENT_ID_LENGTH, ALLOW_ZERO_LENGTH_CLIENTID,
         USERS, TOPICS, MAX_QOS, RECEIVE_MAXIMUM, MAX_KEEPALIVE, MAX_TOPIC_ALIAS, MAX_SESSION_EXPIRY_INTERVAL, MAX_SESSIONS,
-        TOPIC_KEY, PAYLOAD_KEY, TIMEOUT_HANDSHAKE, TIMEOUT_PAYLOAD, TIMEOUT_CLOSE, INPUT_THRESHOLD_MSGS,
+        TOPIC_KEY, PAYLOAD_KEY, TIMEOUT_HANDSHAKE, TIMEOUT_PAYLOAD, TIMEOUT_CLOSE, TIMEOUT_ACKS_AFTER_CLOSE, INPUT_THRESHOLD_MSGS,
         INPUT_THRESHOLD_BYTES, CONNECTED, IN_SESSION, CLIENT_ID, PROTOCOL_VERSION, KEEPALIVE, INFLIGHT, INPUT_BLOCKED,
         PUBLISH_QOS0, PUBLISH_QOS1, PUBLISH_QOS2, QOS2_DUPLICATES, ACKS, NACKS, CONNECTS_REFUSED, PROTOCOL_ERRORS, WILLS};
 
@@ -182,6 +185,11 @@ public final class ProtMqtt implements GObjBehavior {
     static final String ST_WAIT_CONNECT = "ST_WAIT_CONNECT";
     /** Sent by a new connection of the same client id to the gobj that holds the session now. */
     static final String EV_TAKEN_OVER = "EV_TAKEN_OVER";
+    /**
+     * Sent by a closed connection, while it awaits its acks, to the connection now holding the session: a QoS 2 id
+     * the new one saw resent is durable ({@code result} 0) or was refused (negative).
+     */
+    static final String EV_QOS2_DONE = "EV_QOS2_DONE";
 
     static final Fsm<ProtMqtt> FSM = Fsm.<ProtMqtt>builder()
         .state(St.ST_DISCONNECTED)
@@ -196,6 +204,7 @@ public final class ProtMqtt implements GObjBehavior {
             .ignore(Ev.EV_RX_DATA)   // bytes of a read that followed our own close
             .ignore(Ev.EV_TX_READY)
             .ignore(EV_TAKEN_OVER)
+            .ignore(EV_QOS2_DONE)
         .state(ST_WAIT_CONNECT)
             .enteredByAction()
             .on(Ev.EV_RX_DATA,       ProtMqtt::acRxData)
@@ -207,6 +216,7 @@ public final class ProtMqtt implements GObjBehavior {
             .on(Ev.EV_RESUME_INPUT,  ProtMqtt::acResumeInput)
             .ignore(Ev.EV_TX_READY)
             .ignore(EV_TAKEN_OVER)
+            .ignore(EV_QOS2_DONE)
         .state(St.ST_CONNECTED)
             .enteredByAction()
             .on(Ev.EV_RX_DATA,       ProtMqtt::acRxData)
@@ -217,6 +227,7 @@ public final class ProtMqtt implements GObjBehavior {
             .on(Ev.EV_PAUSE_INPUT,   ProtMqtt::acPauseInput)
             .on(Ev.EV_RESUME_INPUT,  ProtMqtt::acResumeInput)
             .on(EV_TAKEN_OVER,       ProtMqtt::acTakenOver)
+            .on(EV_QOS2_DONE,        ProtMqtt::acQos2Done)
             .ignore(Ev.EV_TX_READY)
         .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
         .build();
@@ -271,6 +282,7 @@ public final class ProtMqtt implements GObjBehavior {
     private static final String T_KEEPALIVE = "keepalive";
     private static final String T_PAYLOAD = "payload";
     private static final String T_CLOSE = "close";
+    private static final String T_LINGER = "linger";
 
     // --- Private data ---
 
@@ -309,6 +321,25 @@ public final class ProtMqtt implements GObjBehavior {
     private Cancellable timer = Cancellable.NONE;
     private Cancellable keepAliveTimer = Cancellable.NONE;
     private boolean payloadTimerArmed;
+    /**
+     * QoS 1/2 messages of closed connections of this gobj whose acks may still come, by sequence: the channel
+     * stays open for them (the relay answers through it) until they are in or {@code timeout_acks_after_close}.
+     */
+    private final Map<Long, Retired> retired = new HashMap<>();
+    private Cancellable retiredTimer = Cancellable.NONE;
+
+    /** A message in flight when its connection closed. */
+    private static final class Retired {
+        final int packetId;
+        final int qos;
+        final Sessions.Session session;
+
+        Retired(int packetId, int qos, Sessions.Session session) {
+            this.packetId = packetId;
+            this.qos = qos;
+            this.session = session;
+        }
+    }
 
     ProtMqtt(GObj gobj) {
         this.gobj = gobj;
@@ -341,6 +372,9 @@ public final class ProtMqtt implements GObjBehavior {
     public void onDestroy() {
         clearTimer();
         keepAliveTimer.cancel();
+        retiredTimer.cancel();
+        for (Retired r : retired.values()) r.session.unconfirmed.remove(r.packetId);
+        retired.clear();
         endConnection();
         if (sessions != null) {
             sessions.release();
@@ -389,19 +423,100 @@ public final class ProtMqtt implements GObjBehavior {
 
     private int acDisconnected(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
-        boolean wasOpen = opened;
-        if (wasOpen && willTopic != null) publishWill();
+        boolean inSession = session != null && gobj.readBool(IN_SESSION);
+        if (inSession && willTopic != null) publishWill();
+        retire();
         endConnection();
         gobj.set(CONNECTED, false);
         gobj.set(IN_SESSION, false);
         gobj.set(INPUT_BLOCKED, false);
         gobj.changeState(St.ST_DISCONNECTED);
-        if (!wasOpen) return 0;   // never opened: the channel above must not see a close
+        return closeChannelIfDone();
+    }
+
+    /**
+     * The connection is over: what it has in flight waits for its acks with the channel open (the relay answers
+     * through it). A QoS 2 id among them is "unconfirmed" in its session: a resend on a new connection waits for
+     * that ack instead of taking the id as an orphan.
+     */
+    private void retire() {
+        if (pending.isEmpty()) return;
+        for (Map.Entry<Integer, Long> e : pending.entrySet()) {
+            int qos = (int) (e.getValue() & 3);
+            retired.put(e.getValue() >>> 2, new Retired(e.getKey(), qos, session));
+            if (qos == 2 && session != null) session.unconfirmed.add(e.getKey());
+        }
+        pending.clear();
+        pendingQos2 = 0;
+        gobj.setLong(INFLIGHT, 0);
+        if (retiredTimer == Cancellable.NONE) {
+            retiredTimer = gobj.setTimeout(Math.max(1, gobj.readLong(TIMEOUT_ACKS_AFTER_CLOSE)), Ev.EV_TIMEOUT,
+                    timerKw(T_LINGER));
+        }
+    }
+
+    /** EV_ON_CLOSE once nothing holds the channel: no session on it and no ack awaited. */
+    private int closeChannelIfDone() {
+        if (!opened || !retired.isEmpty() || gobj.readBool(IN_SESSION)) return 0;
         opened = false;
         ObjectNode close = Kw.create();
         close.put(Kw.PEERNAME, peer);
         close.put(Kw.SOCKNAME, sock);
         return gobj.publish(Ev.EV_ON_CLOSE, close);
+    }
+
+    /** An ack (or refusal) for a message of a closed connection: its session learns what became of a QoS 2 id. */
+    private void retiredAnswered(Retired r, int result) {
+        if (r.qos != 2 || r.session == null) return;
+        Sessions.Session s = r.session;
+        s.unconfirmed.remove(r.packetId);
+        if (result >= 0) {
+            sessions.putQos2(s, r.packetId, Sessions.DURABLE);
+        } else {
+            boolean resent = s.waiting.contains(r.packetId);
+            sessions.releaseQos2(s, r.packetId);   // refused: the id is free again
+            if (resent) s.waiting.add(r.packetId);
+        }
+        qos2Done(s, r.packetId, result);
+    }
+
+    /** No more acks are awaited for closed connections: their QoS 2 ids are orphans from now on. */
+    private void retiredTimedOut() {
+        retiredTimer = Cancellable.NONE;
+        for (Retired r : new java.util.ArrayList<>(retired.values())) {
+            if (r.qos == 2 && r.session != null && r.session.unconfirmed.remove(r.packetId)) {
+                qos2Done(r.session, r.packetId, 0);   // handed to the queue before it was recorded: an orphan
+            }
+        }
+        retired.clear();
+        closeChannelIfDone();
+    }
+
+    /** A QoS 2 id of {@code s} is settled: a resend that waits for it on the session's connection is answered. */
+    private void qos2Done(Sessions.Session s, int id, int result) {
+        if (!s.waiting.remove(id)) return;
+        GObj owner = s.owner;
+        if (owner == null || owner.isDestroyed()) return;
+        ObjectNode kw = Kw.create();
+        kw.put("packet_id", id);
+        kw.put(Kw.RESULT, result);
+        owner.send(EV_QOS2_DONE, kw, gobj);
+    }
+
+    private int acQos2Done(String event, ObjectNode kw, GObj src) {
+        int id = kw.path("packet_id").asInt(-1);
+        int result = kw.path(Kw.RESULT).asInt(0);
+        Kw.release(kw);
+        if (session == null) return 0;
+        if (result >= 0) {
+            if (!session.qos2.containsKey(id)) return 0;   // released meanwhile
+            sessions.putQos2(session, id, Sessions.DURABLE);
+            gobj.inc(ACKS);
+            tx(pubReply(MqttMessageType.PUBREC, id, 0));
+            return 0;
+        }
+        refused(2, id);
+        return 0;
     }
 
     private int acRxData(String event, ObjectNode kw, GObj src) {
@@ -443,9 +558,19 @@ public final class ProtMqtt implements GObjBehavior {
         int packetId = md.path("mqtt_packet_id").asInt(-1);
         long sq = md.path("__msg_rowid__").asLong(-1);
         int result = md.has(Kw.RESULT) ? md.get(Kw.RESULT).asInt(0) : 0;
-        if (conn != epoch || !gobj.inState(St.ST_CONNECTED)) return 0;   // the connection it came on is gone
+        Retired r = retired.remove(sq);
+        if (r != null) {
+            retiredAnswered(r, result);   // the client is gone: nothing to answer it
+            if (retired.isEmpty()) {
+                retiredTimer.cancel();
+                retiredTimer = Cancellable.NONE;
+                closeChannelIfDone();
+            }
+            return 0;
+        }
+        if (conn != epoch || !gobj.inState(St.ST_CONNECTED)) return 0;   // not ours any more
         Long p = pending.get(packetId);
-        if (p == null || (p >>> 2) != sq) return 0;                          // answered already
+        if (p == null || (p >>> 2) != sq) return 0;                       // answered already
         pending.remove(packetId);
         int qos = (int) (p & 3);
         if (qos == 2) pendingQos2--;
@@ -459,21 +584,26 @@ public final class ProtMqtt implements GObjBehavior {
                 tx(pubReply(MqttMessageType.PUBACK, packetId, (byte) 0));
             }
         } else {
-            gobj.inc(NACKS);
             if (qos == 2) sessions.releaseQos2(session, packetId);
-            if (version == 5) {
-                tx(pubReply(qos == 2 ? MqttMessageType.PUBREC : MqttMessageType.PUBACK, packetId, RC_QUOTA_EXCEEDED));
-            } else {
-                Glog.error(gobj, "MQTT message refused by the queue: closing (3.1.1 has no failure ack, the client"
-                        + " sends it again)", "msgset", "protocol_error", "peername", peer,
-                        "client_id", session.clientId, "packet_id", packetId, "qos", qos);
-                close(-1);
-                return 0;
-            }
+            if (!refused(qos, packetId)) return 0;
         }
         updateBottomPause();
         if (!inputBlocked()) drainHeld();
         return 0;
+    }
+
+    /** The queue refused a message: 5.0 says so in its ack; 3.1.1 can only close. False when it closed. */
+    private boolean refused(int qos, int packetId) {
+        gobj.inc(NACKS);
+        if (version == 5) {
+            tx(pubReply(qos == 2 ? MqttMessageType.PUBREC : MqttMessageType.PUBACK, packetId, RC_QUOTA_EXCEEDED));
+            return true;
+        }
+        Glog.error(gobj, "MQTT message refused by the queue: closing (3.1.1 has no failure ack, the client"
+                + " sends it again)", "msgset", "protocol_error", "peername", peer,
+                "client_id", session == null ? "" : session.clientId, "packet_id", packetId, "qos", qos);
+        close(-1);
+        return false;
     }
 
     private int acTimeout(String event, ObjectNode kw, GObj src) {
@@ -522,6 +652,9 @@ public final class ProtMqtt implements GObjBehavior {
                 gobj.inc(PROTOCOL_ERRORS);
                 close(RC_MALFORMED);
                 return 0;
+            case T_LINGER:
+                retiredTimedOut();
+                return 0;
             case T_CLOSE:
                 if (!gobj.inState(St.ST_DISCONNECTED)) return 0;
                 Glog.warn(gobj, "Timeout waiting disconnected", "msgset", "protocol_error");
@@ -536,7 +669,8 @@ public final class ProtMqtt implements GObjBehavior {
         Kw.release(kw);
         Glog.info(gobj, "MQTT session taken over by a new connection of the same client id", "peername", peer,
                 "client_id", session == null ? "" : session.clientId);
-        session = null;   // the new connection owns it from now on
+        // The new connection owns the session from now on; acks of what we have in flight still come here.
+        retire();
         close(RC_SESSION_TAKEN_OVER);
         return 0;
     }
@@ -827,6 +961,7 @@ public final class ProtMqtt implements GObjBehavior {
         gobj.changeState(St.ST_CONNECTED);
         tx(connAck(MqttConnectReturnCode.CONNECTION_ACCEPTED, present, ack));
         if (keepAliveMs > 0) armKeepAlive(keepAliveMs * 3 / 2);
+        if (opened) return;   // still open for the acks of an earlier connection: the channel stays as it is
         opened = true;
         ObjectNode open = Kw.create();
         open.put(Kw.PEERNAME, peer);
@@ -889,7 +1024,12 @@ public final class ProtMqtt implements GObjBehavior {
                 if (st != null) {
                     // taken before, by this session: answered, not queued twice
                     gobj.inc(QOS2_DUPLICATES);
+                    if (st == Sessions.RECEIVED && session.unconfirmed.contains(id)) {
+                        session.waiting.add(id);   // its ack is still on the way to a closed connection
+                        return;
+                    }
                     if (st == Sessions.RECEIVED) sessions.putQos2(session, id, Sessions.DURABLE);   // an orphan
+                    gobj.inc(ACKS);
                     tx(pubReply(MqttMessageType.PUBREC, id, (byte) 0));
                     return;
                 }
@@ -1125,6 +1265,7 @@ public final class ProtMqtt implements GObjBehavior {
                     new MqttReasonCodeAndPropertiesVariableHeader((byte) reason, MqttProperties.NO_PROPERTIES)));
         }
         gobj.changeState(St.ST_DISCONNECTED);
+        retire();
         releaseHeld();
         keepAliveTimer.cancel();
         setTimer(gobj.readLong(TIMEOUT_CLOSE), T_CLOSE);
@@ -1197,18 +1338,20 @@ public final class ProtMqtt implements GObjBehavior {
         payloadTimerArmed = false;
     }
 
-    private void setTimer(long ms, String which) {
-        timer.cancel();
+    private static ObjectNode timerKw(String which) {
         ObjectNode kw = Kw.create();
         kw.put(TIMER, which);
-        timer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, kw);
+        return kw;
+    }
+
+    private void setTimer(long ms, String which) {
+        timer.cancel();
+        timer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, timerKw(which));
         payloadTimerArmed = false;
     }
 
     private void armKeepAlive(long ms) {
         keepAliveTimer.cancel();
-        ObjectNode kw = Kw.create();
-        kw.put(TIMER, T_KEEPALIVE);
-        keepAliveTimer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, kw);
+        keepAliveTimer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, timerKw(T_KEEPALIVE));
     }
 }

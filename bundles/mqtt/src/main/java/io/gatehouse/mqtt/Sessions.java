@@ -64,8 +64,15 @@ final class Sessions {
         /** The connection epoch of {@link #owner} when it took the session. */
         long ownerEpoch;
         final Map<Integer, Byte> qos2 = new HashMap<>();
-        /** Ids in {@link #qos2} that were RECEIVED by an earlier connection or process (their ack cannot come). */
-        boolean hasOrphans;
+        /**
+         * RECEIVED ids taken by a connection that closed and whose ack may still come (the gobj awaits it, see
+         * ProtMqtt "after the close"). A RECEIVED id not here is an orphan: its ack cannot come any more.
+         */
+        final java.util.Set<Integer> unconfirmed = new java.util.HashSet<>();
+        /** Ids of {@link #unconfirmed} resent on the session's connection: answered when their ack comes. */
+        final java.util.Set<Integer> waiting = new java.util.HashSet<>();
+        /** Taken out of the store: changes to it are not logged any more. */
+        boolean removed;
 
         Session(String clientId) {
             this.clientId = clientId;
@@ -152,9 +159,10 @@ final class Sessions {
             Iterator<Session> it = sessions.values().iterator();
             while (sessions.size() >= maxSessions && it.hasNext()) {
                 Session old = it.next();
-                if (old.owner != null) continue;
+                if (old.owner != null || !old.unconfirmed.isEmpty()) continue;
                 it.remove();
                 logX(old);
+                old.removed = true;
             }
             if (sessions.size() >= maxSessions) return null;
         }
@@ -189,23 +197,22 @@ final class Sessions {
         }
         s.disconnectedAt = nowMs;
         append('E', s.key, nowMs);
-        for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
-            if (e.getValue() == RECEIVED) s.hasOrphans = true;
-        }
     }
 
     void remove(Session s) {
-        sessions.remove(s.clientId);
-        if (s.persistent) logX(s);
+        if (sessions.get(s.clientId) == s) sessions.remove(s.clientId);
+        if (s.persistent && !s.removed) logX(s);
+        s.removed = true;
     }
 
     void putQos2(Session s, int packetId, byte state) {
         Byte old = s.qos2.put(packetId, state);
-        if (s.persistent && (old == null || old != state)) append(state == DURABLE ? 'D' : 'A', s.key, packetId);
+        if (s.persistent && !s.removed && (old == null || old != state)) append(state == DURABLE ? 'D' : 'A', s.key, packetId);
     }
 
     void releaseQos2(Session s, int packetId) {
-        if (s.qos2.remove(packetId) != null && s.persistent) append('R', s.key, packetId);
+        s.waiting.remove(packetId);
+        if (s.qos2.remove(packetId) != null && s.persistent && !s.removed) append('R', s.key, packetId);
     }
 
     int size() {
@@ -227,9 +234,10 @@ final class Sessions {
     private void sweep(long nowMs) {
         for (Iterator<Session> it = sessions.values().iterator(); it.hasNext(); ) {
             Session s = it.next();
-            if (s.expired(nowMs)) {
+            if (s.expired(nowMs) && s.unconfirmed.isEmpty()) {
                 it.remove();
                 logX(s);
+                s.removed = true;
             }
         }
     }
@@ -288,7 +296,6 @@ final class Sessions {
                     if (s == null) return false;
                     // After a restart no ack can come for an id taken before it: see ProtMqtt on orphans.
                     s.qos2.put(Integer.parseInt(f[2]), f[0].charAt(0) == 'D' ? DURABLE : RECEIVED);
-                    if (f[0].charAt(0) == 'A') s.hasOrphans = true;
                     return true;
                 case 'R':
                     if (s != null) s.qos2.remove(Integer.parseInt(f[2]));

@@ -51,6 +51,12 @@ final class FakeTcp implements GObjBehavior {
         return 0;
     }
 
+    @Override
+    public void onDestroy() {
+        for (ByteBuf b : written) b.release();   // what no test read
+        written.clear();
+    }
+
     private int acTx(String ev, ObjectNode kw, GObj src) {
         ByteBuf b = Kw.takeGbuffer(kw);
         if (b != null) written.add(b);

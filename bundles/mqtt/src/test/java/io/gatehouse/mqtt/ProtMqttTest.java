@@ -723,6 +723,74 @@ class ProtMqttTest {
     }
 
     @Test
+    void shouldKeepTheChannelOpenForTheAcksOfAClosedConnection() throws Exception {
+        start("\"timeout_acks_after_close\": 2000");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("late").cleanSession(false).build()));
+        byte[] pub = client.publish("t", 2, 7, "{\"id\":7}");
+        rx(pub);
+        ObjectNode m = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+        rt.run(tcp::disconnect);
+        assertEquals(0, up.count(Ev.EV_ON_CLOSE), "the channel waits for the ack of the message in flight");
+        answer(m, 0);
+        assertNotNull(up.await(Ev.EV_ON_CLOSE, 2000), "the last ack closes the channel");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("late").cleanSession(false).build()));
+        rx(pub);   // its PUBREC never reached the client: the resend is answered from the session
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
+        assertEquals(1, up.count(Ev.EV_ON_MESSAGE));
+        // no ack at all: the channel closes after timeout_acks_after_close
+        rx(client.publish("t", 1, 8, "{}"));
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        rt.run(tcp::disconnect);
+        clock.advance(1900);
+        assertEquals(1, up.count(Ev.EV_ON_CLOSE));
+        clock.advance(200);
+        assertEquals(2, up.count(Ev.EV_ON_CLOSE));
+    }
+
+    @Test
+    void shouldAnswerAResendOnANewConnectionOnceTheOldOneGetsItsAck() throws Exception {
+        String two = "{\"services\": [{\"name\": \"up\", \"gclass\": \"C_RECORDER\", \"children\": ["
+                + " {\"name\": \"ch1\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq1\", \"gclass\": \"C_PROT_MQTT\","
+                + "   \"children\": [{\"name\": \"tcp1\", \"gclass\": \"C_FAKE_TCP\"}]}]},"
+                + " {\"name\": \"ch2\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq2\", \"gclass\": \"C_PROT_MQTT\","
+                + "   \"children\": [{\"name\": \"tcp2\", \"gclass\": \"C_FAKE_TCP\"}]}]}]}]}";
+        rt = YunoRuntime.builder().name("resend").clock(clock).dataDir(data)
+                .gclass(ProtMqtt.SPEC, FakeTcp.SPEC, new ChannelGClass().spec(), Recorder.SPEC).config(two).build().start();
+        up = (Recorder) rt.service("up").behavior();
+        GObj ch1 = rt.call(() -> rt.service("up").child("ch1"));
+        FakeTcp t1 = (FakeTcp) rt.call(() -> ch1.bottom().bottom().behavior());
+        FakeTcp t2 = (FakeTcp) rt.call(() -> rt.service("up").child("ch2").bottom().bottom().behavior());
+        rt.run(() -> ch1.bottom().bottom().start());
+        rt.run(() -> rt.service("up").child("ch2").bottom().bottom().start());
+        TestClient c1 = new TestClient(MqttVersion.MQTT_3_1_1);
+        byte[] pub = c1.publish("t", 2, 3, "{\"id\":3}");
+        rt.run(t1::connect);
+        rt.run(() -> t1.rx(c1.encode(c1.connectBuilder("dev").cleanSession(false).build())));
+        rt.run(() -> t1.rx(pub));
+        ObjectNode m = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+        rt.run(t1::disconnect);   // gone before the message was durable
+
+        TestClient c2 = new TestClient(MqttVersion.MQTT_3_1_1);
+        rt.run(t2::connect);
+        rt.run(() -> t2.rx(c2.encode(c2.connectBuilder("dev").cleanSession(false).build())));
+        rt.run(() -> t2.rx(pub));   // the resend on the new connection
+        List<MqttMessage> out = rt.call(() -> c2.read(t2.takeWritten()));
+        assertEquals(1, out.size(), "CONNACK only: no PUBREC before the message is durable");
+        ObjectNode md = ((ObjectNode) m.get(Kw.MD_TRQ)).deepCopy();
+        md.put(Kw.RESULT, 0);
+        ObjectNode ack = Kw.create();
+        ack.set(Kw.MD_TRQ, md);
+        ByteBuf b = Unpooled.buffer();
+        Kw.writeJson(ack, b);
+        rt.run(() -> ch1.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), null));   // the ack reaches the old connection
+        out = rt.call(() -> c2.read(t2.takeWritten()));
+        assertEquals(MqttMessageType.PUBREC, out.get(0).fixedHeader().messageType(), "the new connection answers it");
+        assertEquals(1, up.count(Ev.EV_ON_MESSAGE), "queued once");
+    }
+
+    @Test
     void shouldLoadUnderItsYunetaName() {
         start(ProtMqtt.GCLASS2, "\"iamServer\": true, \"timeout_handshake\": 5000, \"tranger_queues\": null");
         assertEquals(MqttConnectReturnCode.CONNECTION_ACCEPTED, connAckCode(connect(MqttVersion.MQTT_3_1_1, "yuneta")));
