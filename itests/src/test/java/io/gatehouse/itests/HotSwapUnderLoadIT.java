@@ -77,6 +77,7 @@ public class HotSwapUnderLoadIT extends ITSupport {
             text = setVar(text, "__input_port__", input);
             text = setVar(text, "__sink0_port__", sink0);
             text = setVar(text, "__sink1_port__", sink1);
+            text = setVar(text, "__mqtt_port__", freePort());   // the demo's MQTT listener, unused here
             Path out = dir.resolve("gatehouse.json");
             Files.writeString(out, text);
             return out;

@@ -102,7 +102,8 @@ public abstract class ITSupport {
             mavenBundle("io.netty", "netty-transport").versionAsInProject(),
             mavenBundle("io.netty", "netty-transport-native-unix-common").versionAsInProject(),
             mavenBundle("io.netty", "netty-codec").versionAsInProject(),
-            mavenBundle("io.netty", "netty-handler").versionAsInProject());
+            mavenBundle("io.netty", "netty-handler").versionAsInProject(),
+            mavenBundle("io.netty", "netty-codec-mqtt").versionAsInProject());
     }
 
     /** The named Gatehouse bundles ("api", "core", "tcp4h", ...) from the reactor, as {@code file:} URLs. */

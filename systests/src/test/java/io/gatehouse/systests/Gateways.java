@@ -7,6 +7,8 @@ import io.gatehouse.channel.ChannelGClass;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.iogate.IoGateGClass;
 import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.mqtt.ProtMqtt2GClass;
+import io.gatehouse.mqtt.ProtMqttGClass;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.relay.RelayGClass;
 import io.gatehouse.sink.SinkGClass;
@@ -35,7 +37,8 @@ final class Gateways {
     static List<GClassSpec<?>> allGclasses(TrQueueFactory queues) {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
                 new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
-                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
+                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec(),
+                new ProtMqttGClass().spec(), new ProtMqtt2GClass().spec());
     }
 
     /** The runtime's default config (the demo gateway) with its config variables replaced. */
@@ -44,6 +47,8 @@ final class Gateways {
             ObjectNode cfg = YunoRuntime.parseConfig(Files.readString(Path.of(System.getProperty(
                     "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
             ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
+            // the demo also listens for MQTT: on a free port unless the test names one
+            if (!vars.containsKey("__mqtt_port__")) v.put("__mqtt_port__", String.valueOf(freePorts(1)[0]));
             vars.forEach(v::put);
             return cfg;
         } catch (IOException e) {

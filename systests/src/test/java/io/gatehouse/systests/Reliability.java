@@ -61,16 +61,17 @@ final class Reliability {
         return Files.createTempDirectory(dir, name + "-");
     }
 
-    /** Ports: input, sink0, sink1, control. */
+    /** Ports: input, sink0, sink1, control, mqtt. */
     static final class Ports {
-        final int input, sink0, sink1, control;
+        final int input, sink0, sink1, control, mqtt;
 
         Ports() {
-            int[] p = Gateways.freePorts(4);
+            int[] p = Gateways.freePorts(5);
             input = p[0];
             sink0 = p[1];
             sink1 = p[2];
             control = p[3];
+            mqtt = p[4];
         }
     }
 
@@ -79,7 +80,7 @@ final class Reliability {
         ObjectNode cfg = demo();
         ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
         Map.of("__host__", "127.0.0.1", "__input_port__", "" + p.input, "__sink0_port__", "" + p.sink0,
-                "__sink1_port__", "" + p.sink1).forEach(v::put);
+                "__sink1_port__", "" + p.sink1, "__mqtt_port__", "" + p.mqtt).forEach(v::put);
         ArrayNode services = (ArrayNode) cfg.get("services");
         for (int i = services.size() - 1; i >= 0; i--) {
             String name = services.get(i).get("name").asText();

@@ -100,9 +100,9 @@ public final class ProtMqtt implements GObjBehavior {
 
     static final Attr<Boolean> IAM_SERVER = Attr.bool("iamServer", true, AttrFlag.RD,
             "Server side (the only side this gclass has: false is a config error)");
-    static final Attr<Long> MAX_PACKET_SIZE = Attr.integer("max_packet_size", 1_048_576, AttrFlag.WR,
+    static final Attr<Long> MAX_PACKET_SIZE = Attr.integer("max_packet_size", 524_288, AttrFlag.WR,
             "Largest packet accepted, bytes, fixed header included (announced as Maximum Packet Size on 5.0);"
-            + " 0 = the protocol's 256 MiB");
+            + " 0 = the protocol's 256 MiB. The default keeps a base64-wrapped payload under the queue's 1 MiB record");
     static final Attr<Long> MAX_CLIENT_ID_LENGTH = Attr.integer("max_client_id_length", 256, AttrFlag.RD,
             "Longest client identifier accepted");
     static final Attr<Boolean> ALLOW_ZERO_LENGTH_CLIENTID = Attr.bool("allow_zero_length_clientid", true, AttrFlag.WR,
@@ -1281,6 +1281,7 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** What a connection leaves: its session goes back to the store, its buffers are released. */
     private void endConnection() {
+        clearTimer();   // handshake, payload or close timer of the connection that ended
         if (session != null && session.owner == gobj) sessions.disconnected(session, nowEpochMs());
         session = null;
         pending.clear();

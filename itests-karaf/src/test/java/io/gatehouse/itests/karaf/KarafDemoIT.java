@@ -66,6 +66,7 @@ public class KarafDemoIT {
         text = setVar(text, "__input_port__", p[1]);
         text = setVar(text, "__sink0_port__", p[2]);
         text = setVar(text, "__sink1_port__", p[3]);
+        text = setVar(text, "__mqtt_port__", freePorts(1)[0]);   // the demo's MQTT listener, unused here
         File demo = dir.resolve("gatehouse-karaf-demo.json").toFile();
         Files.writeString(demo.toPath(), text);
         String localRepo = System.getProperty("org.ops4j.pax.url.mvn.localRepository");
