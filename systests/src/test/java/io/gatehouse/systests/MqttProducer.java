@@ -49,6 +49,7 @@ final class MqttProducer {
         o.setMaxReconnectDelay(1000);
         o.setMaxInflight(window);
         o.setKeepAliveInterval(30);
+        o.setConnectionTimeout(30);
         Semaphore inFlight = new Semaphore(window);
         try {
             connect(c, o, deadline);
@@ -98,7 +99,7 @@ final class MqttProducer {
     private static void connect(MqttAsyncClient c, MqttConnectOptions o, long deadline) throws InterruptedException, MqttException {
         for (;;) {
             try {
-                c.connect(o).waitForCompletion(10_000);
+                c.connect(o).waitForCompletion(35_000);
                 return;
             } catch (MqttException e) {
                 if (System.currentTimeMillis() > deadline) throw e;

@@ -117,6 +117,66 @@ final class IngestJson {
         return out;
     }
 
+    /** What an ack from the relay says about one of our messages (see {@link #parseAck}). */
+    static final class Ack {
+        long seq = -1;
+        long conn = -1;
+        int packetId = -1;
+        int result;
+        boolean ours;
+    }
+
+    /**
+     * Reads an ack, {@code {"__md_trq__": {..., "result": R}}} (or {@code result} at the top), with a streaming
+     * parse: no tree per ack. {@link Ack#ours} is false when it carries no {@code mqtt_packet_id} (not an ack of
+     * ours) or is not JSON.
+     */
+    static Ack parseAck(ByteBuf buf) {
+        Ack a = new Ack();
+        byte[] bytes;
+        int off;
+        int len = buf.readableBytes();
+        if (buf.hasArray()) {
+            bytes = buf.array();
+            off = buf.arrayOffset() + buf.readerIndex();
+        } else {
+            bytes = new byte[len];
+            buf.getBytes(buf.readerIndex(), bytes);
+            off = 0;
+        }
+        try (JsonParser p = JSON.createParser(bytes, off, len)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) return a;
+            for (JsonToken t = p.nextToken(); t == JsonToken.FIELD_NAME; t = p.nextToken()) {
+                String name = p.getCurrentName();
+                JsonToken v = p.nextToken();
+                if (Kw.MD_TRQ.equals(name) && v == JsonToken.START_OBJECT) {
+                    for (JsonToken f = p.nextToken(); f == JsonToken.FIELD_NAME; f = p.nextToken()) {
+                        String k = p.getCurrentName();
+                        JsonToken fv = p.nextToken();
+                        if (fv.isNumeric()) {
+                            switch (k) {
+                                case "__msg_rowid__": a.seq = p.getLongValue(); break;
+                                case "mqtt_conn": a.conn = p.getLongValue(); break;
+                                case "mqtt_packet_id": a.packetId = p.getIntValue(); a.ours = true; break;
+                                case Kw.RESULT: a.result = p.getIntValue(); break;
+                                default: break;
+                            }
+                        } else {
+                            p.skipChildren();
+                        }
+                    }
+                } else if (Kw.RESULT.equals(name) && v.isNumeric()) {
+                    if (a.result == 0) a.result = p.getIntValue();
+                } else {
+                    p.skipChildren();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            a.ours = false;
+        }
+        return a;
+    }
+
     private static void writeAscii(ByteBuf out, String s) {
         out.writeCharSequence(s, StandardCharsets.US_ASCII);
     }

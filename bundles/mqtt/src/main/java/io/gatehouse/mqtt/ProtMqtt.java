@@ -47,7 +47,6 @@ import io.netty.handler.codec.mqtt.MqttUnsubscribeMessage;
 import io.netty.handler.codec.mqtt.MqttVersion;
 import io.netty.util.ReferenceCountUtil;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -320,6 +319,8 @@ public final class ProtMqtt implements GObjBehavior {
     private boolean saidTopicRefused;
     private Cancellable timer = Cancellable.NONE;
     private Cancellable keepAliveTimer = Cancellable.NONE;
+    /** Apart from {@link #timer}: a CONNECT dripped in byte by byte must not restart it with each payload timer. */
+    private Cancellable handshakeTimer = Cancellable.NONE;
     private boolean payloadTimerArmed;
     /**
      * QoS 1/2 messages of closed connections of this gobj whose acks may still come, by sequence: the channel
@@ -362,6 +363,7 @@ public final class ProtMqtt implements GObjBehavior {
     @Override
     public int onStop() {
         clearTimer();
+        handshakeTimer.cancel();
         keepAliveTimer.cancel();
         GObj bottom = gobj.bottom();
         if (bottom != null && bottom.isRunning()) bottom.stop();
@@ -371,6 +373,7 @@ public final class ProtMqtt implements GObjBehavior {
     @Override
     public void onDestroy() {
         clearTimer();
+        handshakeTimer.cancel();
         keepAliveTimer.cancel();
         retiredTimer.cancel();
         for (Retired r : retired.values()) r.session.unconfirmed.remove(r.packetId);
@@ -417,7 +420,7 @@ public final class ProtMqtt implements GObjBehavior {
             return 0;
         }
         gobj.changeState(ST_WAIT_CONNECT);
-        setTimer(gobj.readLong(TIMEOUT_HANDSHAKE), T_HANDSHAKE);
+        armHandshake();
         return 0;
     }
 
@@ -512,7 +515,7 @@ public final class ProtMqtt implements GObjBehavior {
             if (!session.qos2.containsKey(id)) return 0;   // released meanwhile
             sessions.putQos2(session, id, Sessions.DURABLE);
             gobj.inc(ACKS);
-            tx(pubReply(MqttMessageType.PUBREC, id, 0));
+            txAck(MqttMessageType.PUBREC, id);
             return 0;
         }
         refused(2, id);
@@ -537,16 +540,23 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** An ack (or a refusal) from the relay for a message we sent up; anything else is not for an ingest. */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
-        JsonNode md;
+        IngestJson.Ack a;
         ByteBuf buf = Kw.gbuffer(kw);
-        try {
-            md = buf != null ? Kw.parse(buf).get(Kw.MD_TRQ) : kw.get(Kw.MD_TRQ);
-        } catch (IOException e) {
-            md = null;
-        } finally {
-            Kw.release(kw);
+        if (buf != null) {
+            a = IngestJson.parseAck(buf);
+        } else {
+            a = new IngestJson.Ack();   // an ack as a dict (not what the relay sends, but the same meaning)
+            JsonNode md = kw.get(Kw.MD_TRQ);
+            if (md != null && md.isObject() && md.has("mqtt_packet_id")) {
+                a.ours = true;
+                a.seq = md.path("__msg_rowid__").asLong(-1);
+                a.conn = md.path("mqtt_conn").asLong(-1);
+                a.packetId = md.path("mqtt_packet_id").asInt(-1);
+                a.result = md.path(Kw.RESULT).asInt(kw.path(Kw.RESULT).asInt(0));
+            }
         }
-        if (md == null || !md.isObject() || !md.has("mqtt_packet_id")) {
+        Kw.release(kw);
+        if (!a.ours) {
             if (!saidNotIngest) {
                 saidNotIngest = true;
                 Glog.warn(gobj, "Message for an MQTT publisher not sent: C_PROT_MQTT is an ingest (said once per"
@@ -554,10 +564,10 @@ public final class ProtMqtt implements GObjBehavior {
             }
             return -1;
         }
-        long conn = md.path("mqtt_conn").asLong(-1);
-        int packetId = md.path("mqtt_packet_id").asInt(-1);
-        long sq = md.path("__msg_rowid__").asLong(-1);
-        int result = md.has(Kw.RESULT) ? md.get(Kw.RESULT).asInt(0) : 0;
+        long conn = a.conn;
+        int packetId = a.packetId;
+        long sq = a.seq;
+        int result = a.result;
         Retired r = retired.remove(sq);
         if (r != null) {
             retiredAnswered(r, result);   // the client is gone: nothing to answer it
@@ -579,9 +589,9 @@ public final class ProtMqtt implements GObjBehavior {
             gobj.inc(ACKS);
             if (qos == 2) {
                 sessions.putQos2(session, packetId, Sessions.DURABLE);
-                tx(pubReply(MqttMessageType.PUBREC, packetId, (byte) 0));
+                txAck(MqttMessageType.PUBREC, packetId);
             } else {
-                tx(pubReply(MqttMessageType.PUBACK, packetId, (byte) 0));
+                txAck(MqttMessageType.PUBACK, packetId);
             }
         } else {
             if (qos == 2) sessions.releaseQos2(session, packetId);
@@ -614,7 +624,7 @@ public final class ProtMqtt implements GObjBehavior {
             case T_HANDSHAKE:
                 if (!gobj.inState(ST_WAIT_CONNECT)) return 0;
                 if (inputBlocked()) {
-                    setTimer(gobj.readLong(TIMEOUT_HANDSHAKE), T_HANDSHAKE);   // we stopped reading: not late
+                    armHandshake();   // we stopped reading: not late
                     return 0;
                 }
                 Glog.warn(gobj, "Timeout waiting CONNECT", "msgset", "protocol_error", "peername", peer,
@@ -742,7 +752,8 @@ public final class ProtMqtt implements GObjBehavior {
         } finally {
             if (buf != null) buf.release();
         }
-        if (framer.hasPartial() && !payloadTimerArmed) {
+        // before the CONNECT the handshake timer bounds the whole wait; after it, a packet must not stall halfway
+        if (framer.hasPartial() && !payloadTimerArmed && gobj.inState(St.ST_CONNECTED)) {
             setTimer(gobj.readLong(TIMEOUT_PAYLOAD), T_PAYLOAD);
             payloadTimerArmed = true;
         }
@@ -958,6 +969,7 @@ public final class ProtMqtt implements GObjBehavior {
             if (assigned != null) ack.add(new MqttProperties.StringProperty(MqttProperties.MqttPropertyType.ASSIGNED_CLIENT_IDENTIFIER.value(), assigned));
         }
         clearTimer();
+        handshakeTimer.cancel();
         gobj.changeState(St.ST_CONNECTED);
         tx(connAck(MqttConnectReturnCode.CONNECTION_ACCEPTED, present, ack));
         if (keepAliveMs > 0) armKeepAlive(keepAliveMs * 3 / 2);
@@ -1030,7 +1042,7 @@ public final class ProtMqtt implements GObjBehavior {
                     }
                     if (st == Sessions.RECEIVED) sessions.putQos2(session, id, Sessions.DURABLE);   // an orphan
                     gobj.inc(ACKS);
-                    tx(pubReply(MqttMessageType.PUBREC, id, (byte) 0));
+                    txAck(MqttMessageType.PUBREC, id);
                     return;
                 }
             }
@@ -1107,7 +1119,8 @@ public final class ProtMqtt implements GObjBehavior {
     private void onPubrel(int id) {
         boolean known = session.qos2.containsKey(id);
         sessions.releaseQos2(session, id);
-        tx(pubReply(MqttMessageType.PUBCOMP, id, known || version != 5 ? 0 : RC_PACKET_ID_NOT_FOUND));
+        if (known || version != 5) txAck(MqttMessageType.PUBCOMP, id);
+        else tx(pubReply(MqttMessageType.PUBCOMP, id, RC_PACKET_ID_NOT_FOUND));
     }
 
     private void onSubscribe(MqttSubscribeMessage m) {
@@ -1224,6 +1237,20 @@ public final class ProtMqtt implements GObjBehavior {
         close(reason);
     }
 
+    /**
+     * The success PUBACK / PUBREC / PUBCOMP, written by hand: four bytes, the same on 3.1.1 and 5.0 (5.0 leaves
+     * out a reason code 0 without properties). The hot path of every QoS 1/2 message; the codec would build a
+     * message object and run it through a pipeline for them. Everything else goes through Netty's encoder.
+     */
+    private void txAck(MqttMessageType type, int id) {
+        GObj bottom = gobj.bottom();
+        if (bottom == null || codec == null) return;
+        ByteBuf out = alloc.buffer(4);
+        out.writeByte(type.value() << 4).writeByte(2).writeShort(id);
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "packet sent", "type", type.name(), "bytes", 4);
+        bottom.send(Ev.EV_TX_DATA, Kw.withGbuffer(out), gobj);
+    }
+
     private static MqttMessage pubReply(MqttMessageType type, int id, int reason) {
         return new MqttMessage(new MqttFixedHeader(type, false, MqttQoS.AT_MOST_ONCE, false, 0),
                 new MqttPubReplyMessageVariableHeader(id, (byte) reason, MqttProperties.NO_PROPERTIES));
@@ -1281,7 +1308,8 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** What a connection leaves: its session goes back to the store, its buffers are released. */
     private void endConnection() {
-        clearTimer();   // handshake, payload or close timer of the connection that ended
+        clearTimer();   // payload or close timer of the connection that ended
+        handshakeTimer.cancel();
         if (session != null && session.owner == gobj) sessions.disconnected(session, nowEpochMs());
         session = null;
         pending.clear();
@@ -1349,6 +1377,11 @@ public final class ProtMqtt implements GObjBehavior {
         timer.cancel();
         timer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, timerKw(which));
         payloadTimerArmed = false;
+    }
+
+    private void armHandshake() {
+        handshakeTimer.cancel();
+        handshakeTimer = gobj.setTimeout(Math.max(1, gobj.readLong(TIMEOUT_HANDSHAKE)), Ev.EV_TIMEOUT, timerKw(T_HANDSHAKE));
     }
 
     private void armKeepAlive(long ms) {

@@ -791,6 +791,31 @@ class ProtMqttTest {
     }
 
     @Test
+    void shouldKeepItsSessionsAcrossARebuildOfTheService() throws Exception {
+        start("");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("swap").cleanSession(false).build()));
+        byte[] pub = client.publish("t", 2, 9, "{\"id\":9}");
+        rx(pub);
+        answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
+        // today's hot swap: the gclass leaves (bundle update) and comes back; core rebuilds the service from config
+        rt.gclassLeft(ProtMqtt.GCLASS);
+        rt.gclassArrived(ProtMqtt.SPEC);
+        up = (Recorder) rt.service("up").behavior();
+        ch = rt.call(() -> rt.service("up").child("ch"));
+        mq = rt.call(() -> ch.bottom());
+        tcp = (FakeTcp) rt.call(() -> mq.bottom().behavior());
+        rt.run(() -> mq.bottom().start());
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        List<MqttMessage> out = connect(client.encode(client.connectBuilder("swap").cleanSession(false).build()));
+        assertTrue(((MqttConnAckMessage) out.get(0)).variableHeader().isSessionPresent(), "the session came back from disk");
+        rx(pub);   // the PUBREC was lost in the swap: the resend is answered, not queued again
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
+        assertEquals(0, up.count(Ev.EV_ON_MESSAGE));
+    }
+
+    @Test
     void shouldLoadUnderItsYunetaName() {
         start(ProtMqtt.GCLASS2, "\"iamServer\": true, \"timeout_handshake\": 5000, \"tranger_queues\": null");
         assertEquals(MqttConnectReturnCode.CONNECTION_ACCEPTED, connAckCode(connect(MqttVersion.MQTT_3_1_1, "yuneta")));
