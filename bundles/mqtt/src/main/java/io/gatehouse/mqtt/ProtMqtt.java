@@ -444,6 +444,8 @@ public final class ProtMqtt implements GObjBehavior {
      */
     private void retire() {
         if (pending.isEmpty()) return;
+        // Bounded: a client that reconnects again and again with messages in flight does not pile up waits.
+        if (retired.size() + pending.size() > 65_535) retiredTimedOut();
         for (Map.Entry<Integer, Long> e : pending.entrySet()) {
             int qos = (int) (e.getValue() & 3);
             retired.put(e.getValue() >>> 2, new Retired(e.getKey(), qos, session));
@@ -485,6 +487,7 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** No more acks are awaited for closed connections: their QoS 2 ids are orphans from now on. */
     private void retiredTimedOut() {
+        retiredTimer.cancel();
         retiredTimer = Cancellable.NONE;
         for (Retired r : new java.util.ArrayList<>(retired.values())) {
             if (r.qos == 2 && r.session != null && r.session.unconfirmed.remove(r.packetId)) {
