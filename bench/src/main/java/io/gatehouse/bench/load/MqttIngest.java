@@ -45,7 +45,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ol>
  * The client is Netty's codec-mqtt: {@code --connections} MQTT 3.1.1 connections, each keeping {@code --window}
  * QoS 1 PUBLISHes (128-byte JSON, {@code {"id":"N",...}}) unacked, a new one sent per PUBACK. Rate = PUBACKs per
- * second over {@code --duration} seconds after {@code --warmup}. Rounds alternate the two targets.
+ * second over {@code --duration} seconds after {@code --warmup}, and the server's CPU per PUBACK over the same
+ * window (mosquitto: the process's utime + stime; Gatehouse: its core-loop and queue-flusher threads), which a
+ * loaded machine moves less than the rate. Rounds alternate the two targets.
  *
  * <pre>MqttIngest [--rounds 3] [--connections 4] [--window 1000] [--warmup 2] [--duration 5] [--size 128]
  *            [--mosquitto /usr/sbin/mosquitto]</pre>
@@ -83,17 +85,71 @@ public final class MqttIngest {
                 o.window, o.size, o.warmup, o.duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), SideBySide.loadAverage());
         Map<String, List<Double>> rates = new LinkedHashMap<>();
+        Map<String, List<Double>> cpu = new LinkedHashMap<>();
         for (int r = 1; r <= rounds; r++) {
-            double m = runMosquitto(mosquitto, o);
-            double g = runGatehouse(o);
-            rates.computeIfAbsent("mosquitto", k -> new ArrayList<>()).add(m);
-            rates.computeIfAbsent("gatehouse", k -> new ArrayList<>()).add(g);
-            System.out.printf(Locale.ROOT, "round %d: mosquitto %,.0f msgs/s, gatehouse (durable acks) %,.0f msgs/s,"
-                    + " ratio %.2f; load average %s%n", r, m, g, g / m, SideBySide.loadAverage());
+            Result m = runMosquitto(mosquitto, o);
+            Result g = runGatehouse(o);
+            rates.computeIfAbsent("mosquitto", k -> new ArrayList<>()).add(m.rate);
+            rates.computeIfAbsent("gatehouse", k -> new ArrayList<>()).add(g.rate);
+            cpu.computeIfAbsent("mosquitto", k -> new ArrayList<>()).add(m.cpuUsPerMsg);
+            cpu.computeIfAbsent("gatehouse", k -> new ArrayList<>()).add(g.cpuUsPerMsg);
+            System.out.printf(Locale.ROOT, "round %d: mosquitto %,.0f msgs/s (%.1f us CPU/msg), gatehouse (durable acks)"
+                    + " %,.0f msgs/s (%.1f us CPU/msg), ratio %.2f; load average %s%n", r, m.rate, m.cpuUsPerMsg, g.rate,
+                    g.cpuUsPerMsg, g.rate / m.rate, SideBySide.loadAverage());
         }
         double mm = median(rates.get("mosquitto"));
         double gm = median(rates.get("gatehouse"));
-        System.out.printf(Locale.ROOT, "median: mosquitto %,.0f msgs/s, gatehouse %,.0f msgs/s, ratio %.2f%n", mm, gm, gm / mm);
+        double mc = median(cpu.get("mosquitto"));
+        double gc = median(cpu.get("gatehouse"));
+        System.out.printf(Locale.ROOT, "median: mosquitto %,.0f msgs/s, gatehouse %,.0f msgs/s, ratio %.2f;"
+                + " CPU per message: mosquitto %.1f us, gatehouse %.1f us (messages per CPU-second ratio %.2f)%n",
+                mm, gm, gm / mm, mc, gc, mc / gc);
+    }
+
+    /** A rate, and the server's CPU per message over the same window (the client's CPU is not counted). */
+    static final class Result {
+        final double rate;
+        final double cpuUsPerMsg;
+
+        Result(double rate, double cpuUsPerMsg) {
+            this.rate = rate;
+            this.cpuUsPerMsg = cpuUsPerMsg;
+        }
+    }
+
+    /** CPU used so far by the server under test, ns. */
+    interface CpuMeter {
+        long cpuNanos();
+    }
+
+    /** utime + stime of a process, from /proc (clock ticks of 10 ms). */
+    static CpuMeter processCpu(long pid) {
+        return () -> {
+            try {
+                String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+            } catch (java.io.IOException e) {
+                return 0;
+            }
+        };
+    }
+
+    /** The CPU of this JVM's Gatehouse threads: the yuno's core loop and the queue flusher. */
+    static CpuMeter gatehouseThreadsCpu(String yunoName) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        return () -> {
+            long sum = 0;
+            for (java.lang.management.ThreadInfo t : mx.getThreadInfo(mx.getAllThreadIds())) {
+                if (t == null) continue;
+                String n = t.getThreadName();
+                if (n.startsWith("gatehouse-core-" + yunoName) || n.startsWith("trqueue-flusher")) {
+                    long c = mx.getThreadCpuTime(t.getThreadId());
+                    if (c > 0) sum += c;
+                }
+            }
+            return sum;
+        };
     }
 
     static double median(List<Double> v) {
@@ -103,7 +159,7 @@ public final class MqttIngest {
     }
 
     /** Debian's mosquitto on a free loopback port, stopped by its own process handle afterwards. */
-    static double runMosquitto(String binary, Options o) throws Exception {
+    static Result runMosquitto(String binary, Options o) throws Exception {
         int port = SideBySide.freePort();
         Path conf = Files.createTempFile("bench-mosquitto-", ".conf");
         Files.writeString(conf, "listener " + port + " 127.0.0.1\nallow_anonymous true\npersistence false\n");
@@ -113,7 +169,7 @@ public final class MqttIngest {
             SideBySide.awaitListening(port, 10_000);
             Options x = copy(o);
             x.port = port;
-            return load(x);
+            return load(x, processCpu(p.pid()));
         } finally {
             p.destroy();
             if (!p.waitFor(5, TimeUnit.SECONDS)) p.destroyForcibly();
@@ -122,7 +178,7 @@ public final class MqttIngest {
     }
 
     /** The demo gateway's shape with an MQTT input, in this JVM, on a fresh data directory. */
-    static double runGatehouse(Options o) throws Exception {
+    static Result runGatehouse(Options o) throws Exception {
         Path data = Files.createTempDirectory("gatehouse-bench-mqtt-");
         List<RawSink> sinks = new ArrayList<>();
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl()) {
@@ -139,7 +195,7 @@ public final class MqttIngest {
                 }
                 Options x = copy(o);
                 x.port = port;
-                return load(x);
+                return load(x, gatehouseThreadsCpu("bench-mqtt"));
             }
         } finally {
             for (RawSink s : sinks) s.close();
@@ -172,7 +228,7 @@ public final class MqttIngest {
     }
 
     /** The client load: PUBACKs per second over the measured window. */
-    static double load(Options o) throws Exception {
+    static Result load(Options o, CpuMeter meter) throws Exception {
         NioEventLoopGroup group = new NioEventLoopGroup(1);
         AtomicLong acks = new AtomicLong();
         AtomicLong seq = new AtomicLong();
@@ -190,11 +246,14 @@ public final class MqttIngest {
             for (int i = 0; i < o.connections; i++) chans.add(b.connect("127.0.0.1", o.port).sync().channel());
             Thread.sleep((long) (o.warmup * 1000));
             long a0 = acks.get();
+            long c0 = meter.cpuNanos();
             long t0 = System.nanoTime();
             Thread.sleep((long) (o.duration * 1000));
             long a1 = acks.get();
+            long c1 = meter.cpuNanos();
             long t1 = System.nanoTime();
-            return (a1 - a0) * 1e9 / (t1 - t0);
+            long n = Math.max(1, a1 - a0);
+            return new Result((a1 - a0) * 1e9 / (t1 - t0), (c1 - c0) / 1e3 / n);
         } finally {
             for (Channel c : chans) c.close();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
