@@ -93,7 +93,6 @@ final class Sessions {
     private final LinkedHashMap<String, Session> sessions = new LinkedHashMap<>(16, 0.75f, true);
     private FileChannel log;
     private long logLines;
-    private long liveLines;
     private String lastError;
     private Consumer<String> warn = w -> { };
     private final ByteBuffer line = ByteBuffer.allocate(1024);
@@ -343,7 +342,6 @@ final class Sessions {
         }
         log = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         logLines = n;
-        liveLines = n;
     }
 
     private void append(char op, String key, long value) {
@@ -362,12 +360,9 @@ final class Sessions {
         try {
             while (line.hasRemaining()) log.write(line);
             logLines++;
-            switch (op) {
-                case 'S': case 'A': case 'E': liveLines++; break;
-                case 'R': case 'X': liveLines = Math.max(0, liveLines - 1); break;
-                default: break;
-            }
-            if (logLines > 4 * Math.max(liveLines, 4096)) compact();
+            // Every 4096 lines: compact once the log is four times what it would be rewritten (a session is at
+            // most two lines, S and E, plus one per id). Counted then, not kept up per line.
+            if ((logLines & 4095) == 0 && logLines > 4 * Math.max(4096, 2L * sessions.size() + qos2Ids())) compact();
         } catch (IOException e) {
             lastError = String.valueOf(e);
             closeQuietly();
