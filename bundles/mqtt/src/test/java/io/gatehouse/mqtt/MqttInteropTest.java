@@ -3,6 +3,7 @@ package io.gatehouse.mqtt;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
+import io.gatehouse.api.Kw;
 import io.gatehouse.channel.ChannelGClass;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.iogate.IoGateGClass;
@@ -58,11 +59,16 @@ class MqttInteropTest {
     }
 
     private void start(String mqttKw) throws IOException {
+        start(mqttKw, "mqtt", "");
+    }
+
+    private void start(String mqttKw, String schema, String listenerKw) throws IOException {
         try (ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
         String cfg = "{\"services\": [{\"name\": \"mqtt\", \"gclass\": \"C_IOGATE\", \"children\": ["
-                + "  {\"name\": \"mqtt-listen\", \"gclass\": \"C_TCP_S\", \"kw\": {\"url\": \"mqtt://127.0.0.1:" + port + "\"}}],"
+                + "  {\"name\": \"mqtt-listen\", \"gclass\": \"C_TCP_S\", \"kw\": {\"url\": \"" + schema
+                + "://127.0.0.1:" + port + "\"" + listenerKw + "}}],"
                 + " \"[^^children^^]\": {\"__range__\": 4, \"__vars__\": {}, \"__content__\": {\"name\": \"mq-(^^__range__^^)\","
                 + "   \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq-(^^__range__^^)\", \"gclass\": \"C_PROT_MQTT\","
                 + "   \"kw\": {" + mqttKw + "}}]}}}]}";
@@ -121,6 +127,22 @@ class MqttInteropTest {
         assertEquals("0", wrapped[0], wrapped[1]);
         assertTrue(acker.await(n + 1, 5000));
         assertEquals("bm90IGpzb24=", acker.messages().get(n).get("mqtt_payload_base64").asText());
+    }
+
+    @Test
+    void shouldTakeMosquittoPubOverTls() throws Exception {
+        assumeMosquittoClients();
+        io.gatehouse.testkit.TestCerts certs = io.gatehouse.testkit.TestCerts.generate("localhost");
+        Path ca = data.resolve("ca.pem");
+        Files.writeString(ca, certs.certPem);
+        start("", "mqtts", ",\"crypto\": {\"ssl_certificate\": " + Kw.MAPPER.writeValueAsString(certs.certPem)
+                + ", \"ssl_certificate_key\": " + Kw.MAPPER.writeValueAsString(certs.keyPem) + "}");
+        for (String v : new String[] {"mqttv311", "mqttv5"}) {
+            String[] r = pub(v, 1, "secure/1", "{\"id\":\"tls-" + v + "\"}", "--cafile", ca.toString(), "--insecure");
+            assertEquals("0", r[0], v + " over TLS: " + r[1]);
+        }
+        assertTrue(acker.await(2, 5000));
+        assertEquals("tls-mqttv5", acker.messages().get(1).get("id").asText());
     }
 
     @Test
