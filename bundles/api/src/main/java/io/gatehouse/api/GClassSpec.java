@@ -54,6 +54,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean playable;
     private final boolean confirmsDurability;
     private final Attr<Boolean> linkUp;
+    private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
     private final Function<GObj, B> factory;
 
@@ -69,6 +70,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.playable = b.playable;
         this.confirmsDurability = b.confirmsDurability;
         this.linkUp = b.linkUp;
+        this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
         this.factory = Objects.requireNonNull(b.factory, "factory of " + b.name);
         int numeric = 0;
@@ -104,6 +106,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.playable = other.playable;
         this.confirmsDurability = other.confirmsDurability;
         this.linkUp = other.linkUp;
+        this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
         this.factory = Objects.requireNonNull(factory, "factory of " + name);
     }
@@ -167,6 +170,14 @@ public final class GClassSpec<B extends GObjBehavior> {
      */
     public Attr<Boolean> linkUp() { return linkUp; }
 
+    /**
+     * The version of the state this gclass's behaviours export for a live upgrade
+     * ({@link GObjBehavior#onExport}); 0 when they do not hand their state over, and a live upgrade then rebuilds
+     * the services holding its gobjs. A revision that changes what it exports bumps it; its {@code onImport} says
+     * which older versions it still takes.
+     */
+    public int stateVersion() { return stateVersion; }
+
     public SubscriptionModel subscriptionModel() { return subscriptionModel; }
     public Function<GObj, B> factory() { return factory; }
 
@@ -194,6 +205,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean playable;
         private boolean confirmsDurability;
         private Attr<Boolean> linkUp;
+        private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
         private Function<GObj, B> factory;
 
@@ -262,6 +274,13 @@ public final class GClassSpec<B extends GObjBehavior> {
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }
+
+        /** See {@link GClassSpec#stateVersion()}: at least 1 for a gclass whose behaviours hand their state over. */
+        public Builder<B> stateVersion(int v) {
+            if (v < 0) throw new IllegalArgumentException(name + ": stateVersion must be >= 0");
+            this.stateVersion = v;
+            return this;
+        }
 
         public Builder<B> subscriptionModel(SubscriptionModel m) { this.subscriptionModel = m; return this; }
 

@@ -22,7 +22,8 @@ import io.netty.buffer.ByteBuf;
  * C_CHANNEL: turns a tube (protocol + transport, its bottom) into one endpoint that is open or closed, counts
  * the messages that go through it and computes their rates when its stats are read.
  *
- * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with the rate rule of seeds/000.
+ * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with rates computed when the stats are
+ * read, over the milliseconds since the previous read ({@link RateWindow}; docs/GATES.md, "Message rates").
  *
  * <pre>
  *   ST_CLOSED  --EV_ON_OPEN-->  ST_OPENED  --EV_ON_CLOSE-->  ST_CLOSED
@@ -79,6 +80,9 @@ public final class Channel implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
             .description("One logical link over a protocol stack: open/closed, message counters and rates")
             .attrs(OPENED)
@@ -87,6 +91,7 @@ public final class Channel implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
+            .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();
 
@@ -125,6 +130,26 @@ public final class Channel implements GObjBehavior {
             return Envelope.error("No bottom gobj");
         }
         return bottom.stats(filter, kw, gobj);
+    }
+
+    /**
+     * A live upgrade: the rate window is all the channel holds besides what core keeps (the FSM state, which is
+     * open or closed, the {@code opened} attribute and the bottom), so the next read of its rates closes the window
+     * the old revision opened, at the same time and with the same counts.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("msgs", msgs.exportState());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_CHANNEL takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        msgs.importState(state.get("msgs"));
     }
 
     /** The counters and rates as last computed, without reading (the window does not move). */
@@ -211,8 +236,9 @@ public final class Channel implements GObjBehavior {
     }
 
     /**
-     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001 input thresholds): the consumer's credit goes down to the
-     * protocol or transport that reads the socket; a stack that has no thresholds ignores it. Closed: ignored.
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (input flow control): the consumer's credit goes down to the protocol or
+     * transport that reads the socket, which stops or resumes reading it; a stack that has no input thresholds
+     * ignores it. Closed: ignored.
      */
     private int acFlowControl(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();

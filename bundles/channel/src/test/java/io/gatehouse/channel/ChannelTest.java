@@ -1,7 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.channel;
 
-import io.gatehouse.testkit.FakeTube;
-import io.gatehouse.testkit.ManualClock;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
@@ -9,8 +8,10 @@ import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
-import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

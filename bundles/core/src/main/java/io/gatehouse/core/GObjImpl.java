@@ -21,6 +21,7 @@ import io.gatehouse.api.Param;
 import io.gatehouse.api.Yuno;
 import io.netty.buffer.ByteBuf;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -38,8 +39,9 @@ final class GObjImpl implements GObj {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
     private final YunoImpl yuno;
-    private final GClassSpec<GObjBehavior> spec;
-    private final Fsm<GObjBehavior> fsm;
+    /** The gclass revision this gobj runs; a live upgrade hands the gobj to another one ({@link #handOver}). */
+    private GClassSpec<GObjBehavior> spec;
+    private Fsm<GObjBehavior> fsm;
     private final String name;
     private final GObjImpl parent;
     private final boolean service;
@@ -62,14 +64,39 @@ final class GObjImpl implements GObj {
      * JSON in {@code refs} (at slot - numericSlots). A gclass reads them where it needs them, an array load, so it
      * keeps no copies in fields.
      */
-    private final long[] nums;
-    private final Object[] refs;
-    private final Attr<?>[] attrTable;
-    private final int numericSlots;
+    private long[] nums;
+    private Object[] refs;
+    private Attr<?>[] attrTable;
+    private int numericSlots;
     private final Set<String> traces = new HashSet<>(2);
     private final List<Cancellable> timers = new ArrayList<>(1);
 
     private GObjBehavior behavior;
+    /**
+     * Set while a live upgrade waits for the new revision of this gobj's gclass: events sent to the gobj are held
+     * in {@link #held}, in order, for the behaviour that takes over.
+     */
+    private boolean suspended;
+    private ArrayDeque<Held> held;
+
+    /** An event sent to a suspended gobj. */
+    private static final class Held {
+        final String event;
+        final ObjectNode kw;
+        final GObj src;
+
+        Held(String event, ObjectNode kw, GObj src) {
+            this.event = event;
+            this.kw = kw;
+            this.src = src;
+        }
+    }
+
+    /**
+     * Most events held for one suspended gobj. Whatever sends to it (a relay forwarding producers' messages) gets
+     * -1 beyond it, as from a full queue, so a slow upgrade costs retries, not memory.
+     */
+    static final int MAX_HELD_EVENTS = 100_000;
     private GObj bottom;
     private String state;
     /** The FSM rows of {@link #state}, kept with it: send looks an event up once instead of state then event. */
@@ -150,7 +177,7 @@ final class GObjImpl implements GObj {
             if (k.equals("subscriber")) continue;
             Attr<?> a = spec.attr(k);
             if (a == null) {
-                if (spec.unusedYunetaKeys().contains(k) || YunoImpl.GENERIC_UNUSED_KEYS.contains(k)) {
+                if (spec.unusedYunetaKeys().contains(k) || ConfigReader.GENERIC_UNUSED_KEYS.contains(k)) {
                     yuno.infoUnusedOnce(this, k);
                     continue;
                 }
@@ -389,6 +416,7 @@ final class GObjImpl implements GObj {
         if (running) stop();
         for (GObj c : children()) c.destroy();
         destroyed = true;
+        dropHeld();
         cancelTimers();
         try {
             if (behavior != null) behavior.onDestroy();
@@ -400,6 +428,121 @@ final class GObjImpl implements GObj {
         subscriptions = NO_SUBSCRIPTIONS;
         if (parent != null) parent.removeChild(this);
         yuno.forget(this);
+    }
+
+    // --- Live upgrade ---
+
+    /** Holds the gobj's input for the revision to come: the behaviour stops reading, events wait in order. */
+    void suspend() {
+        if (suspended || destroyed) return;
+        suspended = true;
+        held = new ArrayDeque<>();
+        try {
+            behavior.onSuspend();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onSuspend failed", "error", String.valueOf(e));
+        }
+    }
+
+    boolean isSuspended() {
+        return suspended;
+    }
+
+    private int hold(String event, ObjectNode kw, GObj src) {
+        if (held.size() >= MAX_HELD_EVENTS) {
+            if (held.size() == MAX_HELD_EVENTS) {
+                Glog.error(this, "Upgrade: too many events held, refusing more until it ends", "held", held.size());
+                held.add(new Held(null, null, null));   // marks that the refusal was said
+            }
+            Kw.release(kw);
+            return -1;
+        }
+        held.add(new Held(event, kw, src));
+        return 0;
+    }
+
+    /** Events held while suspended, delivered in order to the behaviour now in place. */
+    void resumeHeld() {
+        ArrayDeque<Held> h = held;
+        held = null;
+        suspended = false;
+        if (h == null) return;
+        for (Held e; (e = h.poll()) != null; ) {
+            if (e.event != null) send(e.event, e.kw, e.src);
+        }
+    }
+
+    /** Gives the held events back unsent (the gobj is destroyed instead of handed over). */
+    void dropHeld() {
+        ArrayDeque<Held> h = held;
+        held = null;
+        suspended = false;
+        if (h != null) for (Held e; (e = h.poll()) != null; ) Kw.release(e.kw);
+    }
+
+    /**
+     * First step of a handover: the old behaviour's state, or an exception saying why it cannot be handed over to
+     * {@code to}. Nothing changes in the gobj yet.
+     */
+    @SuppressWarnings("unchecked")
+    ObjectNode exportFor(GClassSpec<?> to) {
+        if (spec.stateVersion() == 0) {
+            throw new IllegalStateException(spec.name() + " of this revision does not hand its state over");
+        }
+        if (to.stateVersion() == 0) {
+            throw new IllegalStateException("the new revision of " + spec.name() + " does not take state over");
+        }
+        if (!to.fsm().hasState(state)) {
+            throw new IllegalStateException("state " + state + " unknown in the new revision");
+        }
+        ObjectNode exported;
+        try {
+            exported = behavior.onExport();
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("onExport failed: " + e, e);
+        }
+        if (exported == null) throw new IllegalStateException("the old revision gave no state");
+        return exported;
+    }
+
+    /**
+     * Second step: the gobj runs {@code to} from now on. Attributes keep their values by name (a new attribute
+     * gets its default, a dropped one is gone), the FSM state by name, the old behaviour's timers are cancelled and
+     * a behaviour of the new revision is made; it takes the state in {@link #importState}.
+     */
+    @SuppressWarnings("unchecked")
+    void swapTo(GClassSpec<?> to) {
+        GClassSpec<GObjBehavior> next = (GClassSpec<GObjBehavior>) to;
+        cancelTimers();
+        long[] nextNums = new long[next.numericSlots()];
+        Object[] nextRefs = new Object[next.objectSlots()];
+        Attr<?>[] nextTable = new Attr<?>[next.numericSlots() + next.objectSlots()];
+        for (Attr<?> a : next.attrs().values()) {
+            nextTable[a.slot()] = a;
+            Attr<?> old = spec.attr(a.name());
+            boolean keep = old != null && old.type() == a.type();
+            if (a.isNumeric()) {
+                nextNums[a.slot()] = keep ? nums[old.slot()] : a.defaultBits();
+            } else {
+                nextRefs[a.slot() - next.numericSlots()] = keep ? refs[old.slot() - numericSlots] : defaultOf(a);
+            }
+        }
+        for (String level : new ArrayList<>(traces)) {
+            if (!TRACE_MACHINE.equals(level) && !next.traceLevels().containsKey(level)) traces.remove(level);
+        }
+        spec = next;
+        fsm = next.fsm();
+        nums = nextNums;
+        refs = nextRefs;
+        attrTable = nextTable;
+        numericSlots = next.numericSlots();
+        setState(state);
+        behavior = next.factory().apply(this);
+    }
+
+    /** Last step: the new behaviour takes the state; an IllegalArgumentException says it cannot. */
+    void importState(ObjectNode exported, int fromVersion) {
+        behavior.onImport(exported, fromVersion);
     }
 
     // --- Events ---
@@ -432,6 +575,7 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
+        if (suspended) return hold(event, kw, src);
         Fsm.Transition<GObjBehavior> t = rows.get(event);
         if (t == null) {
             Glog.error(this, "Event NOT DEFINED in state", "state", state, "event", event,

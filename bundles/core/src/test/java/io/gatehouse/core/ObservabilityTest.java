@@ -87,7 +87,7 @@ class ObservabilityTest {
     }
 
     @Test
-    void shouldRegisterOneMBeanPerServiceAndFollowHotSwap() throws Exception {
+    void shouldRegisterOneMBeanPerServiceAndFollowARebuild() throws Exception {
         MBeanServer server = MBeanServerFactory.newMBeanServer();
         try (JmxExporter jmx = new JmxExporter(rt, server)) {
             jmx.refresh();
@@ -96,10 +96,8 @@ class ObservabilityTest {
             assertEquals(2.0, server.getAttribute(on, "count"));
             assertTrue(java.util.Arrays.stream(server.getMBeanInfo(on).getAttributes())
                     .anyMatch(a -> a.getName().equals("connections")));
-            rt.gclassLeft("C_NODE");
-            jmx.refresh();
-            assertFalse(server.isRegistered(on), "the service is gone: so is its MBean");
-            rt.gclassArrived(TestGClasses.NODE);
+            rt.gclassesGone(java.util.List.of("C_NODE"));
+            rt.gclassArrived(TestGClasses.NODE);   // no state handover: the service is rebuilt
             jmx.refresh();
             assertTrue(server.isRegistered(on));
             assertEquals(0.0, server.getAttribute(on, "count"), "the rebuilt service is read");

@@ -1,7 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
-import io.gatehouse.testkit.FakeTube;
-import io.gatehouse.testkit.ManualClock;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
@@ -10,8 +9,11 @@ import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
-import io.gatehouse.testkit.Recorder;
+import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -28,8 +30,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/** C_IOGATE over three C_CHANNELs with fake tubes below them: routing, copies, flow control, commands, logs. */
 @Timeout(30)
 class IoGateTest {
     private static final String CHANNEL = "{\"name\": \"%1$s\", \"gclass\": \"C_CHANNEL\", \"children\": ["
@@ -101,6 +105,12 @@ class IoGateTest {
         return (ObjectNode) env.get("data");
     }
 
+    private int count(String text) {
+        synchronized (logs) {
+            return (int) logs.stream().filter(l -> l.contains(text)).count();
+        }
+    }
+
     private long gateTx() {
         return rt.call(() -> ((IoGate) gate.behavior()).msgs().txMsgs());
     }
@@ -158,6 +168,50 @@ class IoGateTest {
         kw.putObject(Kw.TEMP).put("channel", "Z");
         assertEquals(0, send(kw));
         assertEquals(0, gateTx());
+    }
+
+    @Test
+    void shouldSayOnceThatNoChannelTakesMessagesAndOnceWhenOneDoesAgain() {
+        for (int i = 0; i < 5; i++) assertEquals(0, send(msg("lost-" + i)));
+        ObjectNode all = msg("lost-broadcast");
+        all.put(Kw.SEND_TYPE, IoGate.SEND_ALL);
+        send(all);
+        assertEquals(1, count("No channel FOUND to send"), logs.toString());
+        open("B");
+        send(msg("found"));
+        send(msg("found-2"));
+        assertEquals(List.of("found", "found-2"), payloads("B"));
+        assertEquals(1, count("A channel takes messages again {dropped=6}"), logs.toString());
+        close("B");
+        send(msg("lost-again"));
+        assertEquals(2, count("No channel FOUND to send"), "a new streak is said again: " + logs);
+    }
+
+    @Test
+    void shouldSayOnceThatANamedChannelIsNotFound() {
+        open("A");
+        for (int i = 0; i < 3; i++) {
+            ObjectNode kw = msg("for-z");
+            kw.putObject(Kw.TEMP).put("channel", "Z");
+            send(kw);
+        }
+        assertEquals(1, count("No channel FOUND to send"), logs.toString());
+        ObjectNode kw = msg("for-a");
+        kw.putObject(Kw.TEMP).put("channel", "A");
+        send(kw);
+        assertEquals(1, count("Named channels found again {dropped=3}"), logs.toString());
+        assertEquals(List.of("for-a"), payloads("A"));
+    }
+
+    @Test
+    void shouldRefuseAnUnknownSendType() {
+        rt.close();
+        assertThrows(ConfigException.class, () -> YunoRuntime.builder().name("bad").clock(clock)
+                .gclass(IoGate.SPEC, Channel.SPEC, FakeTube.SPEC).config(String.format(CONFIG, 3)).build());
+        start(0);
+        ObjectNode r = rt.command("write-attr service=gate attr=send_type value=7");
+        assertEquals(-1, r.get("result").asInt(), r.toString());
+        assertEquals(0L, (long) rt.call(() -> gate.readLong(IoGate.SEND_TYPE)), "the value stays");
     }
 
     // --- send_type 1 ---

@@ -800,8 +800,8 @@ class ProtMqttTest {
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
         assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
         // today's hot swap: the gclass leaves (bundle update) and comes back; core rebuilds the service from config
-        rt.gclassLeft(ProtMqtt.GCLASS);
-        rt.gclassArrived(ProtMqtt.SPEC);
+        rt.gclassesGone(List.of(ProtMqtt.GCLASS, ProtMqtt.GCLASS2));
+        rt.gclassesArrived(List.of(ProtMqtt.SPEC, ProtMqtt.SPEC2));
         up = (Recorder) rt.service("up").behavior();
         ch = rt.call(() -> rt.service("up").child("ch"));
         mq = rt.call(() -> ch.bottom());
