@@ -31,6 +31,24 @@ final class MqttCodec {
         ch = new EmbeddedChannel(new MqttDecoder(maxPacketSize, maxClientIdLength), MqttEncoder.INSTANCE);
     }
 
+    /**
+     * The codec of a connection another revision of the gclass made (a live upgrade hands its channel over: the
+     * version its decoder read from the CONNECT goes with it).
+     *
+     * @throws IllegalArgumentException when {@code ch} is not a codec's channel
+     */
+    MqttCodec(EmbeddedChannel ch) {
+        if (ch == null || ch.pipeline().get(MqttDecoder.class) == null || ch.pipeline().get(MqttEncoder.class) == null) {
+            throw new IllegalArgumentException("not an MQTT codec channel: " + ch);
+        }
+        this.ch = ch;
+    }
+
+    /** The channel the decoder and encoder sit in, for the next revision (it owns it from then on). */
+    EmbeddedChannel channel() {
+        return ch;
+    }
+
     /** Decodes one whole packet (consumed). Never null: a failure is an invalid message. */
     MqttMessage decode(ByteBuf packet) {
         Object m;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.mqtt;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 
@@ -165,6 +168,52 @@ final class MqttFramer {
     /** True when part of a packet is held (the payload timer runs then). */
     boolean hasPartial() {
         return headerBytes > 0 || partial != null;
+    }
+
+    /**
+     * What the framer holds, for a live upgrade: the fixed header read so far and the bytes gathered of a split
+     * packet, by reference (they go with the state: the framer holds nothing afterwards). The limit is not in it:
+     * it is the gobj's attribute.
+     */
+    ObjectNode exportState() {
+        ObjectNode s = Kw.create();
+        s.put("header_bytes", headerBytes).put("first_byte", firstByte).put("remaining", remaining)
+                .put("multiplier", multiplier).put("packet_length", packetLength).put("error", error.name())
+                .put("bad_length", badLength);
+        if (partial != null) Kw.putRef(s, "partial", partial);
+        partial = null;
+        resetHeader();
+        return s;
+    }
+
+    /**
+     * Takes what {@link #exportState} gave: the next {@link #decode} goes on with the packet where the other revision
+     * left it.
+     *
+     * @throws IllegalArgumentException when {@code s} is not such a state (nothing is taken then)
+     */
+    void importState(JsonNode s) {
+        if (s == null || !s.path("header_bytes").isInt() || !s.path("packet_length").isInt()
+                || !s.path("multiplier").isInt()) {
+            throw new IllegalArgumentException("not an MQTT framer state: " + s);
+        }
+        ByteBuf p = Kw.ref(s, "partial", ByteBuf.class);
+        if (p == null && s.has("partial")) throw new IllegalArgumentException("the framer's partial packet is not a ByteBuf");
+        Error e;
+        try {
+            e = Error.valueOf(s.path("error").asText("NONE"));
+        } catch (IllegalArgumentException bad) {
+            throw new IllegalArgumentException("unknown framer error " + s.path("error"), bad);
+        }
+        reset();
+        headerBytes = s.get("header_bytes").asInt();
+        firstByte = s.path("first_byte").asInt();
+        remaining = s.path("remaining").asInt();
+        multiplier = s.get("multiplier").asInt();
+        packetLength = s.get("packet_length").asInt();
+        error = e;
+        badLength = s.path("bad_length").asLong();
+        partial = p;
     }
 
     void reset() {

@@ -2,6 +2,7 @@
 package io.gatehouse.mqtt;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
@@ -19,6 +20,7 @@ import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.mqtt.MqttConnAckMessage;
 import io.netty.handler.codec.mqtt.MqttConnAckVariableHeader;
@@ -51,12 +53,15 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 
 /**
- * C_PROT_MQTT (also registered as C_PROT_MQTT2, Yuneta's current name): the server side of MQTT 3.1.1 and 5.0,
+ * Port of the server side of Yuneta's C_PROT_MQTT2 (c_prot_mqtt2.c, registered under that name and as
+ * C_PROT_MQTT), without its client side, its own queues and its broker: the server side of MQTT 3.1.1 and 5.0,
  * under a C_CHANNEL over a C_TCP (C_TCP_S {@code mqtt://}, {@code mqtts://}), on Netty's codec-mqtt. It is an
  * ingest: devices publish, every PUBLISH goes up as a message (EV_ON_MESSAGE), and a QoS 1/2 PUBLISH is answered
  * (PUBACK / PUBREC) only once the queue above has it durably.
@@ -89,6 +94,11 @@ import java.util.Map;
  *
  * <b>Errors</b> are said once per connection: a malformed or refused packet is logged and the connection closed
  * (5.0: a DISCONNECT with the reason first); the rest of what the peer sent is discarded.
+ *
+ * <b>Live upgrade</b> (state version 1): the connection goes to the next revision as it is, mid-packet included:
+ * the codec's channel, the framer's partial packet, the reads held back, the CONNECT's state, the messages in flight
+ * and those of closed connections still awaited, the timers' deadlines, and the yuno's session store (handed over
+ * once, whole, by the first gobj that exports).
  */
 public final class ProtMqtt implements GObjBehavior {
     public static final String GCLASS = "C_PROT_MQTT";
@@ -254,9 +264,13 @@ public final class ProtMqtt implements GObjBehavior {
                         "max_queued_bytes", "max_queued_messages", "message_size_limit", "retain_available",
                         "user_data", "user_data2", "subscriber")
                 .linkUp(CONNECTED)
+                .stateVersion(STATE_VERSION)
                 .factory(ProtMqtt::new)
                 .build();
     }
+
+    /** The version of what {@link #onExport} hands over (docs/CORE.md, "Live upgrade"); {@link #onImport} takes it only. */
+    static final int STATE_VERSION = 1;
 
     /** 5.0 reason code for a message the queue refused: retry later. */
     static final byte RC_QUOTA_EXCEEDED = (byte) 0x97;
@@ -290,7 +304,7 @@ public final class ProtMqtt implements GObjBehavior {
     private Sessions sessions;
     private TopicFilters topics;
     private final MqttFramer framer = new MqttFramer(0);
-    private final InputThreshold inputThreshold = new InputThreshold();
+    private InputThreshold inputThreshold = new InputThreshold();
     /** Reads (or their rest) waiting while the input is blocked, in arrival order. */
     private final ArrayDeque<ByteBuf> held = new ArrayDeque<>();
     /** QoS 1/2 messages up and not acked: packet id → (sequence << 2 | qos). */
@@ -317,17 +331,22 @@ public final class ProtMqtt implements GObjBehavior {
     private int pendingQos2;
     private boolean saidNotIngest;
     private boolean saidTopicRefused;
-    private Cancellable timer = Cancellable.NONE;
-    private Cancellable keepAliveTimer = Cancellable.NONE;
-    /** Apart from {@link #timer}: a CONNECT dripped in byte by byte must not restart it with each payload timer. */
-    private Cancellable handshakeTimer = Cancellable.NONE;
-    private boolean payloadTimerArmed;
+    /** Its own timer: a CONNECT dripped in byte by byte must not restart it with each payload timer. */
+    private final Timer handshakeTimer = new Timer(T_HANDSHAKE);
+    private final Timer keepAliveTimer = new Timer(T_KEEPALIVE);
+    private final Timer payloadTimer = new Timer(T_PAYLOAD);
+    private final Timer closeTimer = new Timer(T_CLOSE);
+    /** How long the acks of closed connections are still awaited ({@link #retired}). */
+    private final Timer lingerTimer = new Timer(T_LINGER);
+    /** When a live upgrade suspended this gobj (the yuno's clock, ms); -1 when it is not suspended. */
+    private long suspendedAtMs = -1;
+    /** The suspension stopped the transport's reading (the next revision resumes it). */
+    private boolean pausedForUpgrade;
     /**
      * QoS 1/2 messages of closed connections of this gobj whose acks may still come, by sequence: the channel
      * stays open for them (the relay answers through it) until they are in or {@code timeout_acks_after_close}.
      */
     private final Map<Long, Retired> retired = new HashMap<>();
-    private Cancellable retiredTimer = Cancellable.NONE;
 
     /** A message in flight when its connection closed. */
     private static final class Retired {
@@ -339,6 +358,51 @@ public final class ProtMqtt implements GObjBehavior {
             this.packetId = packetId;
             this.qos = qos;
             this.session = session;
+        }
+    }
+
+    /** A timer of the gobj and when it falls due on the yuno's clock, which is what a live upgrade hands over. */
+    private final class Timer {
+        final String which;
+        private Cancellable armed = Cancellable.NONE;
+        /** When it falls due (ms); -1 when it is not armed. */
+        long dueMs = -1;
+
+        Timer(String which) {
+            this.which = which;
+        }
+
+        void arm(long ms) {
+            armAt(nowMs() + Math.max(1, ms));
+        }
+
+        void armAt(long due) {
+            armed.cancel();
+            dueMs = due;
+            armed = gobj.setTimeout(Math.max(1, due - nowMs()), Ev.EV_TIMEOUT, timerKw(which));
+        }
+
+        void cancel() {
+            stop();
+            dueMs = -1;
+        }
+
+        /** Stops it and keeps the deadline (a suspended gobj makes nothing happen by itself). */
+        void stop() {
+            armed.cancel();
+            armed = Cancellable.NONE;
+        }
+
+        boolean isArmed() {
+            return dueMs >= 0;
+        }
+
+        /** It fired: answers whether it was armed (a timeout of a timer cancelled since is nothing). */
+        boolean fired() {
+            boolean was = dueMs >= 0;
+            armed = Cancellable.NONE;
+            dueMs = -1;
+            return was;
         }
     }
 
@@ -375,8 +439,10 @@ public final class ProtMqtt implements GObjBehavior {
         clearTimer();
         handshakeTimer.cancel();
         keepAliveTimer.cancel();
-        retiredTimer.cancel();
-        for (Retired r : retired.values()) r.session.unconfirmed.remove(r.packetId);
+        lingerTimer.cancel();
+        for (Retired r : retired.values()) {
+            if (r.session != null) r.session.unconfirmed.remove(r.packetId);
+        }
         retired.clear();
         endConnection();
         if (sessions != null) {
@@ -390,6 +456,153 @@ public final class ProtMqtt implements GObjBehavior {
         if (attr.equals(TOPICS.name())) topics = TopicFilters.of(gobj.read(TOPICS));
         else if (attr.equals(USERS.name())) checkUsers(gobj.read(USERS));
         else if (attr.equals(MAX_PACKET_SIZE.name())) framer.setMaxPacketSize(gobj.readLong(MAX_PACKET_SIZE));
+    }
+
+    /**
+     * A live upgrade waits for the new revision (a {@code Bundle.update()}): reading stops (EV_PAUSE_INPUT to the
+     * transport; core holds what is sent to the gobj meanwhile) and so do the timers, whose deadlines are kept. The
+     * time until the next revision takes over is not counted against the client.
+     */
+    @Override
+    public void onSuspend() {
+        suspendedAtMs = nowMs();
+        for (Timer t : timers()) t.stop();
+        GObj bottom = gobj.bottom();
+        if (!bottomPaused && !gobj.inState(St.ST_DISCONNECTED) && bottom != null
+                && bottom.acceptsEvent(Ev.EV_PAUSE_INPUT)) {
+            bottom.send(Ev.EV_PAUSE_INPUT, null, gobj);
+            pausedForUpgrade = true;
+        }
+    }
+
+    /**
+     * The gobj's connection as it is, for the next revision: the session store (one node for every gobj of the
+     * yuno), the codec's channel, the framer's state with its partial packet, the reads held back and the input
+     * threshold (by reference: ownership goes with the state), the CONNECT's state, the messages in flight and those
+     * of closed connections whose acks may still come, and the timers' deadlines.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("sessions", sessions.handOver());
+        s.put("session", session == null ? -1 : sessions.exportSession(session));
+        s.put("epoch", epoch).put("seq", seq).put("version", version).put("peer", peer).put("sock", sock)
+                .put("opened", opened).put("paused_by_upper", pausedByUpper)
+                .put("bottom_paused", bottomPaused || pausedForUpgrade).put("keepalive_ms", keepAliveMs)
+                .put("last_packet_ms", lastPacketMs).put("last_read_ms", lastReadMs).put("pending_qos2", pendingQos2)
+                .put("said_not_ingest", saidNotIngest).put("said_topic_refused", saidTopicRefused)
+                .put("suspended_at_ms", suspendedAtMs);
+        if (willTopic != null) s.put("will_topic", willTopic).put("will_payload", willPayload);
+        if (aliases != null) {
+            ArrayNode a = s.putArray("aliases");
+            for (String t : aliases) a.add(t);
+        }
+        ObjectNode due = s.putObject("timers");
+        for (Timer t : timers()) due.put(t.which, t.dueMs);
+        ArrayNode p = s.putArray("pending");
+        pending.forEach((id, v) -> p.addArray().add(id).add(v));
+        ArrayNode r = s.putArray("retired");
+        retired.forEach((sq, x) -> r.addArray().add(sq).add(x.packetId).add(x.qos)
+                .add(x.session == null ? -1 : sessions.exportSession(x.session)));
+        s.set("framer", framer.exportState());
+        ArrayNode h = s.putArray("held");
+        for (ByteBuf b; (b = held.poll()) != null; ) h.addPOJO(b);
+        Kw.putRef(s, "input_threshold", inputThreshold);
+        if (codec != null) Kw.putRef(s, "codec", codec.channel());
+        codec = null;
+        pending.clear();
+        retired.clear();
+        for (Timer t : timers()) t.cancel();
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}, checked whole before anything is taken, and goes on where the other
+     * revision stopped, mid-packet included. The time a {@code Bundle.update()} kept the gobj suspended does not count
+     * against the client (its bytes were not read meanwhile): the handshake, keep-alive and payload deadlines move by
+     * it. A transport paused for the upgrade reads again, unless the input is blocked.
+     */
+    @Override
+    public void onImport(ObjectNode s, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_PROT_MQTT takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        if (!s.path("sessions").isObject() || !s.path("timers").isObject() || !s.path("pending").isArray()
+                || !s.path("retired").isArray() || !s.path("held").isArray() || !s.path("epoch").canConvertToLong()) {
+            throw new IllegalArgumentException("not a C_PROT_MQTT state");
+        }
+        InputThreshold threshold = Kw.ref(s, "input_threshold", InputThreshold.class);
+        if (threshold == null) throw new IllegalArgumentException("input_threshold is not an InputThreshold");
+        EmbeddedChannel codecChannel = Kw.ref(s, "codec", EmbeddedChannel.class);
+        if (codecChannel == null && s.has("codec")) throw new IllegalArgumentException("codec is not a channel");
+        MqttCodec takenCodec = codecChannel == null ? null : new MqttCodec(codecChannel);
+        List<ByteBuf> reads = new ArrayList<>();
+        for (JsonNode b : s.get("held")) {
+            Object o = b.isPojo() ? ((com.fasterxml.jackson.databind.node.POJONode) b).getPojo() : null;
+            if (!(o instanceof ByteBuf)) throw new IllegalArgumentException("a held read is not a ByteBuf");
+            reads.add((ByteBuf) o);
+        }
+        TopicFilters takenTopics = TopicFilters.of(gobj.read(TOPICS));
+        checkUsers(gobj.read(USERS));
+        Sessions store = Sessions.adopt(gobj.yuno().dataDir(), gobj.yuno(), (ObjectNode) s.get("sessions"),
+                w -> Glog.warn(gobj, w, "msgset", "internal_error"));
+        framer.setMaxPacketSize(gobj.readLong(MAX_PACKET_SIZE));
+        try {
+            framer.importState(s.get("framer"));   // takes nothing when it refuses
+        } catch (IllegalArgumentException e) {
+            store.release();
+            throw e;
+        }
+        // nothing below throws: what the state references is this behaviour's from here on
+        topics = takenTopics;
+        sessions = store;
+        session = sessions.byUid(s.path("session").asLong(-1));
+        codec = takenCodec;
+        held.addAll(reads);
+        inputThreshold = threshold;
+        long suspendedMs = s.path("suspended_at_ms").asLong(-1) < 0 ? 0
+                : Math.max(0, nowMs() - s.path("suspended_at_ms").asLong());
+        epoch = s.path("epoch").asLong();
+        seq = s.path("seq").asLong();
+        version = s.path("version").asInt();
+        peer = s.path("peer").asText("");
+        sock = s.path("sock").asText("");
+        opened = s.path("opened").asBoolean();
+        pausedByUpper = s.path("paused_by_upper").asBoolean();
+        bottomPaused = s.path("bottom_paused").asBoolean();
+        keepAliveMs = s.path("keepalive_ms").asLong();
+        lastPacketMs = s.path("last_packet_ms").asLong() + suspendedMs;
+        lastReadMs = s.path("last_read_ms").asLong() + suspendedMs;
+        pendingQos2 = s.path("pending_qos2").asInt();
+        saidNotIngest = s.path("said_not_ingest").asBoolean();
+        saidTopicRefused = s.path("said_topic_refused").asBoolean();
+        if (s.hasNonNull("will_topic")) {
+            willTopic = s.get("will_topic").asText();
+            try {
+                willPayload = s.path("will_payload").binaryValue();
+            } catch (java.io.IOException e) {
+                willPayload = new byte[0];
+            }
+            if (willPayload == null) willPayload = new byte[0];
+        }
+        if (s.path("aliases").isArray()) {
+            aliases = new String[s.get("aliases").size()];
+            for (int i = 0; i < aliases.length; i++) {
+                JsonNode a = s.get("aliases").get(i);
+                aliases[i] = a.isNull() ? null : a.asText();
+            }
+        }
+        for (JsonNode e : s.get("pending")) pending.put(e.get(0).asInt(), e.get(1).asLong());
+        for (JsonNode e : s.get("retired")) {
+            retired.put(e.get(0).asLong(), new Retired(e.get(1).asInt(), e.get(2).asInt(), sessions.byUid(e.get(3).asLong())));
+        }
+        for (Timer t : timers()) {
+            long due = s.get("timers").path(t.which).asLong(-1);
+            if (due < 0) continue;
+            boolean clientSide = t == handshakeTimer || t == keepAliveTimer || t == payloadTimer;
+            t.armAt(clientSide ? due + suspendedMs : due);
+        }
+        if (!gobj.inState(St.ST_DISCONNECTED) || bottomPaused) updateBottomPause();
     }
 
     // --- Commands ---
@@ -454,10 +667,7 @@ public final class ProtMqtt implements GObjBehavior {
         pending.clear();
         pendingQos2 = 0;
         gobj.setLong(INFLIGHT, 0);
-        if (retiredTimer == Cancellable.NONE) {
-            retiredTimer = gobj.setTimeout(Math.max(1, gobj.readLong(TIMEOUT_ACKS_AFTER_CLOSE)), Ev.EV_TIMEOUT,
-                    timerKw(T_LINGER));
-        }
+        if (!lingerTimer.isArmed()) lingerTimer.arm(gobj.readLong(TIMEOUT_ACKS_AFTER_CLOSE));
     }
 
     /** EV_ON_CLOSE once nothing holds the channel: no session on it and no ack awaited. */
@@ -487,8 +697,7 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** No more acks are awaited for closed connections: their QoS 2 ids are orphans from now on. */
     private void retiredTimedOut() {
-        retiredTimer.cancel();
-        retiredTimer = Cancellable.NONE;
+        lingerTimer.cancel();
         for (Retired r : new java.util.ArrayList<>(retired.values())) {
             if (r.qos == 2 && r.session != null && r.session.unconfirmed.remove(r.packetId)) {
                 qos2Done(r.session, r.packetId, 0);   // handed to the queue before it was recorded: an orphan
@@ -575,8 +784,7 @@ public final class ProtMqtt implements GObjBehavior {
         if (r != null) {
             retiredAnswered(r, result);   // the client is gone: nothing to answer it
             if (retired.isEmpty()) {
-                retiredTimer.cancel();
-                retiredTimer = Cancellable.NONE;
+                lingerTimer.cancel();
                 closeChannelIfDone();
             }
             return 0;
@@ -623,6 +831,8 @@ public final class ProtMqtt implements GObjBehavior {
         String which = Kw.getString(kw, TIMER, "");
         Kw.release(kw);
         long now = nowMs();
+        Timer t = timer(which);
+        if (t == null || !t.fired()) return 0;
         switch (which) {
             case T_HANDSHAKE:
                 if (!gobj.inState(ST_WAIT_CONNECT)) return 0;
@@ -652,12 +862,15 @@ public final class ProtMqtt implements GObjBehavior {
                 }
                 return 0;
             case T_PAYLOAD:
-                payloadTimerArmed = false;
                 if (gobj.inState(St.ST_DISCONNECTED) || !framer.hasPartial()) return 0;
                 long timeout = gobj.readLong(TIMEOUT_PAYLOAD);
-                if (now - lastReadMs < timeout || inputBlocked()) {
-                    setTimer(Math.max(1, timeout - (now - lastReadMs)), T_PAYLOAD);
-                    payloadTimerArmed = true;
+                if (inputBlocked()) {
+                    lastReadMs = now;   // we stopped reading: the client is not late
+                    payloadTimer.arm(timeout);
+                    return 0;
+                }
+                if (now - lastReadMs < timeout) {
+                    payloadTimer.arm(timeout - (now - lastReadMs));
                     return 0;
                 }
                 Glog.warn(gobj, "Timeout waiting the rest of an MQTT packet", "msgset", "protocol_error",
@@ -719,7 +932,10 @@ public final class ProtMqtt implements GObjBehavior {
         return 0;
     }
 
-    // --- Packets ---
+    // --- Local methods ---
+
+    // Packets: what a whole packet does, by type.
+
 
     /**
      * Cuts {@code buf} (owned) into packets and handles each. Stops early, keeping the rest in {@link #held},
@@ -756,9 +972,8 @@ public final class ProtMqtt implements GObjBehavior {
             if (buf != null) buf.release();
         }
         // before the CONNECT the handshake timer bounds the whole wait; after it, a packet must not stall halfway
-        if (framer.hasPartial() && !payloadTimerArmed && gobj.inState(St.ST_CONNECTED)) {
-            setTimer(gobj.readLong(TIMEOUT_PAYLOAD), T_PAYLOAD);
-            payloadTimerArmed = true;
+        if (framer.hasPartial() && !payloadTimer.isArmed() && gobj.inState(St.ST_CONNECTED)) {
+            payloadTimer.arm(gobj.readLong(TIMEOUT_PAYLOAD));
         }
     }
 
@@ -1170,7 +1385,7 @@ public final class ProtMqtt implements GObjBehavior {
         close(-1);
     }
 
-    // --- Local methods ---
+    // The connection: limits, answers, closing, flow control, timers.
 
     private int receiveMaximum() {
         return (int) Math.max(1, Math.min(65535, gobj.readLong(RECEIVE_MAXIMUM)));
@@ -1298,7 +1513,8 @@ public final class ProtMqtt implements GObjBehavior {
         retire();
         releaseHeld();
         keepAliveTimer.cancel();
-        setTimer(gobj.readLong(TIMEOUT_CLOSE), T_CLOSE);
+        payloadTimer.cancel();
+        closeTimer.arm(gobj.readLong(TIMEOUT_CLOSE));
         dropBottom();
     }
 
@@ -1364,10 +1580,25 @@ public final class ProtMqtt implements GObjBehavior {
         return gobj.yuno().clock().epochMillis();
     }
 
+    /** The payload and close timers of a connection. */
     private void clearTimer() {
-        timer.cancel();
-        timer = Cancellable.NONE;
-        payloadTimerArmed = false;
+        payloadTimer.cancel();
+        closeTimer.cancel();
+    }
+
+    private Timer timer(String which) {
+        switch (which) {
+            case T_HANDSHAKE: return handshakeTimer;
+            case T_KEEPALIVE: return keepAliveTimer;
+            case T_PAYLOAD: return payloadTimer;
+            case T_CLOSE: return closeTimer;
+            case T_LINGER: return lingerTimer;
+            default: return null;
+        }
+    }
+
+    private Timer[] timers() {
+        return new Timer[] {handshakeTimer, keepAliveTimer, payloadTimer, closeTimer, lingerTimer};
     }
 
     private static ObjectNode timerKw(String which) {
@@ -1376,19 +1607,11 @@ public final class ProtMqtt implements GObjBehavior {
         return kw;
     }
 
-    private void setTimer(long ms, String which) {
-        timer.cancel();
-        timer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, timerKw(which));
-        payloadTimerArmed = false;
-    }
-
     private void armHandshake() {
-        handshakeTimer.cancel();
-        handshakeTimer = gobj.setTimeout(Math.max(1, gobj.readLong(TIMEOUT_HANDSHAKE)), Ev.EV_TIMEOUT, timerKw(T_HANDSHAKE));
+        handshakeTimer.arm(gobj.readLong(TIMEOUT_HANDSHAKE));
     }
 
     private void armKeepAlive(long ms) {
-        keepAliveTimer.cancel();
-        keepAliveTimer = gobj.setTimeout(Math.max(1, ms), Ev.EV_TIMEOUT, timerKw(T_KEEPALIVE));
+        keepAliveTimer.arm(ms);
     }
 }

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.mqtt;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -42,6 +46,10 @@ import java.util.function.Consumer;
  * </pre>
  * One store per data directory (one yuno per data directory, as for persistent attributes), shared by every
  * C_PROT_MQTT gobj of the yuno, used on its core thread only; the reference count closes it with the last gobj.
+ *
+ * <p>A live upgrade of the bundle hands the store over whole ({@link #handOver}, {@link #adopt}): the new
+ * revision's class cannot take this object, so it gets the sessions as JSON (their owners' gobjs by reference) and
+ * opens the log again where this store stopped writing.
  */
 final class Sessions {
 
@@ -52,6 +60,8 @@ final class Sessions {
 
     /** One client id's session. Plain fields: what a live handover would carry. */
     static final class Session {
+        /** Names the session in a live upgrade's state (unique within the store, and kept across upgrades). */
+        final long uid;
         final String clientId;
         final String key;
         boolean persistent;
@@ -74,7 +84,8 @@ final class Sessions {
         /** Taken out of the store: changes to it are not logged any more. */
         boolean removed;
 
-        Session(String clientId) {
+        Session(long uid, String clientId) {
+            this.uid = uid;
             this.clientId = clientId;
             this.key = Base64.getUrlEncoder().withoutPadding().encodeToString(clientId.getBytes(StandardCharsets.UTF_8));
         }
@@ -96,6 +107,14 @@ final class Sessions {
     private String lastError;
     private Consumer<String> warn = w -> { };
     private final ByteBuffer line = ByteBuffer.allocate(1024);
+    private long nextUid = 1;
+    /** Once handed over to another revision: the state it was given (every later {@link #handOver} answers it). */
+    private ObjectNode handedOver;
+    /** Sessions already in {@link #handedOver}, by uid. */
+    private java.util.Set<Long> inHandover;
+    /** The state this store was made from in a live upgrade, and its sessions by uid (to resolve the gobjs' ones). */
+    private ObjectNode adoptedFrom;
+    private Map<Long, Session> adoptedByUid = Map.of();
 
     private Sessions(Object id, Path file) {
         this.id = id;
@@ -125,7 +144,7 @@ final class Sessions {
     void release() {
         synchronized (OPEN) {
             if (--refs > 0) return;
-            OPEN.remove(id);
+            if (OPEN.get(id) == this) OPEN.remove(id);
         }
         if (log != null) {
             try {
@@ -165,7 +184,7 @@ final class Sessions {
             }
             if (sessions.size() >= maxSessions) return null;
         }
-        Session s = new Session(clientId);
+        Session s = new Session(nextUid++, clientId);
         s.persistent = persistent;
         s.expiryS = expiryS;
         sessions.put(clientId, s);
@@ -230,6 +249,124 @@ final class Sessions {
         return lastError;
     }
 
+    // --- Live upgrade ---
+
+    /**
+     * The whole store for another revision of the gclass, taken by the first gobj that exports and answered again to
+     * every other one (they all get the same node, all exports come before any import): every session in the
+     * store's order of use, its QoS 2 ids with their state, the ids still unconfirmed and the ones a resend waits
+     * for, its owner gobj by reference; the log's line count and the next uid. From then on this store is no longer
+     * the yuno's: it leaves the registry and closes its log (what it wrote is in the page cache; the new revision's
+     * store appends to the same file), and whatever still calls it changes memory only.
+     */
+    ObjectNode handOver() {
+        if (handedOver != null) return handedOver;
+        ObjectNode st = Kw.create();
+        st.put("log_lines", logLines);
+        st.put("next_uid", nextUid);
+        if (lastError != null) st.put("last_error", lastError);
+        st.putArray("sessions");
+        handedOver = st;
+        inHandover = new java.util.HashSet<>();
+        for (Session s : sessions.values()) exportSession(s, true);
+        synchronized (OPEN) {
+            if (OPEN.get(id) == this) OPEN.remove(id);
+        }
+        closeQuietly();
+        return st;
+    }
+
+    /**
+     * Names {@code s} in the handed-over state, adding it when it is not there yet: a session taken out of the store
+     * (a clean start of its client id) that a closed connection's in-flight acks still refer to. Answers its uid.
+     */
+    long exportSession(Session s) {
+        handOver();
+        exportSession(s, false);
+        return s.uid;
+    }
+
+    private void exportSession(Session s, boolean inStore) {
+        if (!inHandover.add(s.uid)) return;
+        ObjectNode o = ((ArrayNode) handedOver.get("sessions")).addObject();
+        o.put("uid", s.uid).put("client_id", s.clientId).put("in_store", inStore).put("persistent", s.persistent)
+                .put("expiry_s", s.expiryS).put("disconnected_at", s.disconnectedAt).put("owner_epoch", s.ownerEpoch)
+                .put("removed", s.removed);
+        if (s.owner != null) Kw.putRef(o, "owner", s.owner);
+        ArrayNode q = o.putArray("qos2");
+        for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) q.addArray().add(e.getKey()).add(e.getValue());
+        ArrayNode u = o.putArray("unconfirmed");
+        s.unconfirmed.forEach(u::add);
+        ArrayNode w = o.putArray("waiting");
+        s.waiting.forEach(w::add);
+    }
+
+    /**
+     * The store of {@code dataDir} (null: memory only, keyed by {@code owner}) made from the state another revision
+     * handed over ({@link #handOver}): the first gobj to import makes it and opens the log again, every other one
+     * gets the same store. A store of this data directory that came from somewhere else is refused.
+     *
+     * @throws IllegalArgumentException when the state is not a session store's
+     */
+    static Sessions adopt(Path dataDir, Object owner, ObjectNode state, Consumer<String> warn) {
+        if (state == null || !state.path("sessions").isArray() || !state.path("next_uid").canConvertToLong()) {
+            throw new IllegalArgumentException("not an MQTT session store's state: " + state);
+        }
+        synchronized (OPEN) {
+            Object id = dataDir == null ? owner : dataDir.toAbsolutePath().normalize();
+            Sessions s = OPEN.get(id);
+            if (s != null) {
+                if (s.adoptedFrom != state) {
+                    throw new IllegalArgumentException("another MQTT session store is open on " + id);
+                }
+                s.refs++;
+                return s;
+            }
+            s = new Sessions(id, dataDir == null ? null : dataDir.resolve("mqtt").resolve("sessions.log"));
+            s.warn = warn;
+            s.take(state);
+            OPEN.put(id, s);
+            s.refs++;
+            return s;
+        }
+    }
+
+    private void take(ObjectNode state) {
+        adoptedFrom = state;
+        nextUid = state.path("next_uid").asLong();
+        logLines = state.path("log_lines").asLong();
+        lastError = state.hasNonNull("last_error") ? state.get("last_error").asText() : null;
+        Map<Long, Session> byUid = new HashMap<>();
+        for (JsonNode o : state.get("sessions")) {
+            Session s = new Session(o.path("uid").asLong(), o.path("client_id").asText());
+            s.persistent = o.path("persistent").asBoolean();
+            s.expiryS = o.path("expiry_s").asLong();
+            s.disconnectedAt = o.path("disconnected_at").asLong(-1);
+            s.ownerEpoch = o.path("owner_epoch").asLong();
+            s.removed = o.path("removed").asBoolean();
+            s.owner = Kw.ref(o, "owner", GObj.class);
+            for (JsonNode e : o.path("qos2")) s.qos2.put(e.get(0).asInt(), (byte) e.get(1).asInt());
+            for (JsonNode e : o.path("unconfirmed")) s.unconfirmed.add(e.asInt());
+            for (JsonNode e : o.path("waiting")) s.waiting.add(e.asInt());
+            byUid.put(s.uid, s);
+            if (o.path("in_store").asBoolean()) sessions.put(s.clientId, s);
+        }
+        adoptedByUid = byUid;
+        if (file == null) return;
+        try {
+            log = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            lastError = String.valueOf(e);
+            warn.accept("MQTT sessions log cannot be opened again after the upgrade, sessions are kept in memory"
+                    + " only from now on: " + e);
+        }
+    }
+
+    /** A session of the state this store was adopted from, by its uid (null: none, or not adopted). */
+    Session byUid(long uid) {
+        return adoptedByUid.get(uid);
+    }
+
     private void sweep(long nowMs) {
         for (Iterator<Session> it = sessions.values().iterator(); it.hasNext(); ) {
             Session s = it.next();
@@ -271,7 +408,7 @@ final class Sessions {
         }
     }
 
-    private static boolean replay(String l, Map<String, Session> byKey) {
+    private boolean replay(String l, Map<String, Session> byKey) {
         if (l.isEmpty()) return true;
         String[] f = l.split(" ");
         if (f.length < 2 || f[0].length() != 1) return false;
@@ -281,7 +418,7 @@ final class Sessions {
             switch (f[0].charAt(0)) {
                 case 'S':
                     if (s == null) {
-                        s = new Session(new String(Base64.getUrlDecoder().decode(key), StandardCharsets.UTF_8));
+                        s = new Session(nextUid++, new String(Base64.getUrlDecoder().decode(key), StandardCharsets.UTF_8));
                         byKey.put(key, s);
                     }
                     s.persistent = true;

@@ -3,12 +3,15 @@ package io.gatehouse.mqtt;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
+import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.channel.ChannelGClass;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.iogate.IoGateGClass;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
+import io.gatehouse.testkit.AckPeer;
+import io.gatehouse.testkit.Ports;
 import org.eclipse.paho.client.mqttv3.IMqttDeliveryToken;
 import org.eclipse.paho.client.mqttv3.MqttAsyncClient;
 import org.eclipse.paho.client.mqttv3.MqttClient;
@@ -23,8 +26,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,8 +42,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * C_PROT_MQTT over a real C_TCP_S listener ({@code mqtt://127.0.0.1:<free port>}), against clients nobody here
  * wrote: Debian's mosquitto_pub / mosquitto_sub (MQTT 3.1.1 and 5, QoS 0/1/2) and Eclipse Paho (QoS 1 and 2,
- * its reconnect and resend). The relay is stood in for by {@link Acker}, which answers each message's
- * {@code __md_trq__} the way C_RELAY does once the output confirmed it.
+ * its reconnect and resend). The relay is stood in for by testkit's {@link AckPeer}, which answers each message's
+ * {@code __md_trq__} the way C_RELAY does once the output confirmed it (or holds the answer, as a queue until its
+ * fsync).
  */
 @Timeout(180)
 class MqttInteropTest {
@@ -51,7 +53,7 @@ class MqttInteropTest {
 
     private YunoRuntime rt;
     private int port;
-    private Acker acker;
+    private AckPeer acker;
 
     @AfterEach
     void tearDown() {
@@ -63,9 +65,7 @@ class MqttInteropTest {
     }
 
     private void start(String mqttKw, String schema, String listenerKw) throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
+        port = Ports.free();
         String cfg = "{\"services\": [{\"name\": \"mqtt\", \"gclass\": \"C_IOGATE\", \"children\": ["
                 + "  {\"name\": \"mqtt-listen\", \"gclass\": \"C_TCP_S\", \"kw\": {\"url\": \"" + schema
                 + "://127.0.0.1:" + port + "\"" + listenerKw + "}}],"
@@ -76,7 +76,12 @@ class MqttInteropTest {
                 .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, new TcpGClass().spec(), new TcpSGClass().spec(),
                         new ChannelGClass().spec(), new IoGateGClass().spec())
                 .config(cfg).build().start();
-        acker = Acker.on(rt, "mqtt");
+        rt.gclassArrived(AckPeer.SPEC);
+        acker = rt.call(() -> {
+            GObj g = rt.yuno().root().createVolatileChild("acker", AckPeer.GCLASS, null);
+            rt.yuno().service("mqtt").subscribe(null, g);
+            return (AckPeer) g.behavior();
+        });
     }
 
     private static void assumeMosquittoClients() {
@@ -116,8 +121,8 @@ class MqttInteropTest {
                 String[] r = pub(v, q, "devices/7", "{\"id\":\"x-17\",\"v\":\"" + v + "-" + q + "\"}");
                 assertEquals("0", r[0], v + " q" + q + ": " + r[1]);
                 n++;
-                assertTrue(acker.await(n, 5000));
-                ObjectNode m = acker.messages().get(n - 1);
+                assertTrue(acker.awaitReceived(n, 5000));
+                ObjectNode m = acker.received().get(n - 1);
                 assertEquals("x-17", m.get("id").asText());
                 assertEquals("devices/7", m.get("mqtt_topic").asText());
                 assertEquals(v + "-" + q, m.get("v").asText());
@@ -125,8 +130,8 @@ class MqttInteropTest {
         }
         String[] wrapped = pub("mqttv5", 1, "raw/bytes", "not json");
         assertEquals("0", wrapped[0], wrapped[1]);
-        assertTrue(acker.await(n + 1, 5000));
-        assertEquals("bm90IGpzb24=", acker.messages().get(n).get("mqtt_payload_base64").asText());
+        assertTrue(acker.awaitReceived(n + 1, 5000));
+        assertEquals("bm90IGpzb24=", acker.received().get(n).get("mqtt_payload_base64").asText());
     }
 
     @Test
@@ -141,8 +146,8 @@ class MqttInteropTest {
             String[] r = pub(v, 1, "secure/1", "{\"id\":\"tls-" + v + "\"}", "--cafile", ca.toString(), "--insecure");
             assertEquals("0", r[0], v + " over TLS: " + r[1]);
         }
-        assertTrue(acker.await(2, 5000));
-        assertEquals("tls-mqttv5", acker.messages().get(1).get("id").asText());
+        assertTrue(acker.awaitReceived(2, 5000));
+        assertEquals("tls-mqttv5", acker.received().get(1).get("id").asText());
     }
 
     @Test
@@ -158,14 +163,14 @@ class MqttInteropTest {
             String[] r = run("sh", "-c", "mosquitto_pub -h 127.0.0.1 -p " + port + " -V " + v + " -q 1 -t stream -l < " + lines);
             assertEquals("0", r[0], r[1]);
         }
-        assertTrue(acker.await(2 * count, 10_000));
+        assertTrue(acker.awaitReceived(2 * count, 10_000));
     }
 
     @Test
     void shouldRefuseAMessageTheQueueRefusesWithTheCodeOf5AndACloseOn311() throws Exception {
         assumeMosquittoClients();
         start("");
-        acker.policy = Acker.Policy.NACK;
+        acker.policy = m -> -1;
         String[] v5 = pub("mqttv5", 1, "t", "{}");
         String[] v311 = pub("mqttv311", 1, "t", "{}");
         System.out.println("refused, 5.0: exit " + v5[0] + " " + v5[1].trim() + " | 3.1.1: exit " + v311[0] + " " + v311[1].trim());
@@ -188,7 +193,7 @@ class MqttInteropTest {
         System.out.println("refused CONNECTs: " + bad311[1].trim() + " | " + bad5[1].trim() + " | " + anon[1].trim());
         assertTrue((bad311[1] + bad5[1]).toLowerCase().contains("bad user name or password")
                 || (bad311[1] + bad5[1]).toLowerCase().contains("bad username or password"), bad311[1] + bad5[1]);
-        assertEquals(1, acker.messages().size());
+        assertEquals(1, acker.received().size());
     }
 
     @Test
@@ -218,14 +223,14 @@ class MqttInteropTest {
         }
         c.disconnect();
         c.close();
-        assertTrue(acker.await(2 * n, 5000));
-        assertEquals(2 * n, acker.messages().size(), "each publish queued once");
+        assertTrue(acker.awaitReceived(2 * n, 5000));
+        assertEquals(2 * n, acker.received().size(), "each publish queued once");
     }
 
     @Test
     void shouldLetPahoResendAfterAReconnectWithoutQueuingQos2Twice() throws Exception {
         start("\"timeout_acks_after_close\": 60000");
-        acker.policy = Acker.Policy.HOLD;   // nothing is durable yet
+        acker.policy = m -> null;   // nothing is durable yet
         MqttAsyncClient c = new MqttAsyncClient("tcp://127.0.0.1:" + port, "paho-resend", new MemoryPersistence());
         MqttConnectOptions o = new MqttConnectOptions();
         o.setMqttVersion(MqttConnectOptions.MQTT_VERSION_3_1_1);
@@ -239,28 +244,28 @@ class MqttInteropTest {
             tokens.add(c.publish("paho/q1", new MqttMessage(("{\"id\":\"q1-" + i + "\"}").getBytes(StandardCharsets.UTF_8)) {{ setQos(1); }}));
             tokens.add(c.publish("paho/q2", new MqttMessage(("{\"id\":\"q2-" + i + "\"}").getBytes(StandardCharsets.UTF_8)) {{ setQos(2); }}));
         }
-        assertTrue(acker.await(2 * n, 10_000));
+        assertTrue(acker.awaitReceived(2 * n, 10_000));
         for (IMqttDeliveryToken t : tokens) assertTrue(!t.isComplete(), "nothing is acked before it is durable");
 
         // the gateway drops the connection: Paho reconnects by itself and sends again what was not acked
         rt.run(() -> rt.service("mqtt").send(Ev.EV_DROP, null, null));
-        assertTrue(acker.await(3 * n, 30_000), "the QoS 1 resends come up again: " + acker.messages().size());
+        assertTrue(acker.awaitReceived(3 * n, 30_000), "the QoS 1 resends come up again: " + acker.received().size());
         Thread.sleep(500);   // and the QoS 2 resends are held back, not queued again
         rt.run(() -> {
-            acker.policy = Acker.Policy.ACK;
-            acker.releaseHeld();
+            acker.policy = m -> 0;
+            acker.answerHeld(0);
         });
         for (IMqttDeliveryToken t : tokens) t.waitForCompletion(30_000);
         c.disconnect().waitForCompletion(10_000);
         c.close();
 
         Map<String, Integer> seen = new HashMap<>();
-        for (ObjectNode m : acker.messages()) seen.merge(m.get("id").asText(), 1, Integer::sum);
+        for (ObjectNode m : acker.received()) seen.merge(m.get("id").asText(), 1, Integer::sum);
         for (int i = 0; i < n; i++) {
             assertEquals(1, seen.getOrDefault("q2-" + i, 0), "QoS 2 q2-" + i + " queued once");
             assertTrue(seen.getOrDefault("q1-" + i, 0) >= 1, "QoS 1 q1-" + i + " delivered");
         }
-        System.out.println("paho resend: " + acker.messages().size() + " messages up for " + 2 * n
+        System.out.println("paho resend: " + acker.received().size() + " messages up for " + 2 * n
                 + " publishes (QoS 1 resends may repeat, QoS 2 never)");
     }
 
@@ -284,6 +289,6 @@ class MqttInteropTest {
         good.publish("t", "{\"ok\":true}".getBytes(StandardCharsets.UTF_8), 1, false);
         good.disconnect();
         good.close();
-        assertTrue(acker.await(1, 5000));
+        assertTrue(acker.awaitReceived(1, 5000));
     }
 }

@@ -5,14 +5,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.channel.ChannelGClass;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeSocket;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Revision;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.mqtt.MqttConnAckMessage;
@@ -32,15 +33,17 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
-import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -53,31 +56,32 @@ class ProtMqttTest {
     private static final String CONFIG = "{\"services\": [{\"name\": \"up\", \"gclass\": \"C_RECORDER\", \"children\": ["
             + "  {\"name\": \"ch\", \"gclass\": \"C_CHANNEL\", \"children\": ["
             + "     {\"name\": \"mq\", \"gclass\": \"%s\", \"kw\": {%s}, \"children\": ["
-            + "        {\"name\": \"tcp\", \"gclass\": \"C_FAKE_TCP\"}]}]}]}]}";
+            + "        {\"name\": \"tcp\", \"gclass\": \"C_FAKE_SOCKET\"}]}]}]}]}";
 
     @TempDir
     Path data;
 
     private final ManualClock clock = new ManualClock();
-    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private LogCapture logs;
+    /** How many EV_TX_DATA of each transport the test has read already. */
+    private final Map<FakeSocket, Integer> taken = new IdentityHashMap<>();
 
     private YunoRuntime rt;
     private Recorder up;
     private GObj ch;
     private GObj mq;
-    private FakeTcp tcp;
+    private FakeSocket tcp;
     private TestClient client;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        logs = new LogCapture();
     }
 
     @AfterEach
     void tearDown() {
         if (rt != null) rt.close();
-        Glog.removeSink(sink);
+        logs.close();
     }
 
     private void start(String kw) {
@@ -87,13 +91,34 @@ class ProtMqttTest {
     private void start(String gclass, String kw) {
         if (rt != null) rt.close();
         rt = YunoRuntime.builder().name("mqtttest").clock(clock).dataDir(data)
-                .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeTcp.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
+                .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeSocket.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
                 .config(String.format(CONFIG, gclass, kw)).build().start();
+        found();
+    }
+
+    /** The gobjs of the one-connection config (again after a rebuild of the service). */
+    private void found() {
         up = (Recorder) rt.service("up").behavior();
         ch = rt.call(() -> rt.service("up").child("ch"));
         mq = rt.call(() -> ch.bottom());
-        tcp = (FakeTcp) rt.call(() -> mq.bottom().behavior());
-        rt.run(() -> mq.bottom().start());   // a server-side C_TCP is started by its C_TCP_S
+        tcp = (FakeSocket) rt.call(() -> mq.bottom().behavior());
+    }
+
+    /** Two connections of the same yuno: gobjs mq1 and mq2, their transports {@link #socket}(1) and (2). */
+    private void startTwo(String name) {
+        String two = "{\"services\": [{\"name\": \"up\", \"gclass\": \"C_RECORDER\", \"children\": ["
+                + " {\"name\": \"ch1\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq1\", \"gclass\": \"C_PROT_MQTT\","
+                + "   \"children\": [{\"name\": \"tcp1\", \"gclass\": \"C_FAKE_SOCKET\"}]}]},"
+                + " {\"name\": \"ch2\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq2\", \"gclass\": \"C_PROT_MQTT\","
+                + "   \"children\": [{\"name\": \"tcp2\", \"gclass\": \"C_FAKE_SOCKET\"}]}]}]}]}";
+        rt = YunoRuntime.builder().name(name).clock(clock).dataDir(data)
+                .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeSocket.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
+                .config(two).build().start();
+        up = (Recorder) rt.service("up").behavior();
+    }
+
+    private FakeSocket socket(int n) {
+        return (FakeSocket) rt.call(() -> rt.service("up").child("ch" + n).bottom().bottom().behavior());
     }
 
     private List<MqttMessage> connect(MqttVersion v, String clientId) {
@@ -103,16 +128,44 @@ class ProtMqttTest {
 
     private List<MqttMessage> connect(byte[] connectPacket) {
         rt.run(tcp::connect);
-        rt.run(() -> tcp.rx(connectPacket));
+        rt.run(() -> tcp.receive(connectPacket));
         return written();
     }
 
     private void rx(byte[] bytes) {
-        rt.run(() -> tcp.rx(bytes));
+        rt.run(() -> tcp.receive(bytes));
     }
 
     private List<MqttMessage> written() {
-        return rt.call(() -> client.read(tcp.takeWritten()));
+        return written(tcp, client);
+    }
+
+    /** What the gobj wrote to {@code s} since the last call, decoded by {@code c}. */
+    private List<MqttMessage> written(FakeSocket s, TestClient c) {
+        List<FakeSocket.Sent> tx = s.sent(Ev.EV_TX_DATA);
+        int from = taken.getOrDefault(s, 0);
+        taken.put(s, tx.size());
+        ByteBuf all = Unpooled.buffer();
+        for (FakeSocket.Sent x : tx.subList(from, tx.size())) all.writeBytes(x.bytes);
+        return c.read(all);
+    }
+
+    private static int drops(FakeSocket s) {
+        return s.sent(Ev.EV_DROP).size();
+    }
+
+    private int drops() {
+        return drops(tcp);
+    }
+
+    /** Whether the gobj's last word to its transport was EV_PAUSE_INPUT. */
+    private boolean paused() {
+        boolean paused = false;
+        for (FakeSocket.Sent x : tcp.sent()) {
+            if (x.event.equals(Ev.EV_PAUSE_INPUT)) paused = true;
+            else if (x.event.equals(Ev.EV_RESUME_INPUT)) paused = false;
+        }
+        return paused;
     }
 
     private static byte[] concat(byte[]... parts) {
@@ -154,16 +207,13 @@ class ProtMqttTest {
         rt.run(() -> ch.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), null));
     }
 
+    /** Whether a log record (its level, gobj, message or fields) says {@code text}. */
     private boolean logged(String text) {
-        synchronized (logs) {
-            return logs.stream().anyMatch(l -> l.contains(text));
-        }
+        return countLogs(text) > 0;
     }
 
     private long countLogs(String text) {
-        synchronized (logs) {
-            return logs.stream().filter(l -> l.contains(text)).count();
-        }
+        return logs.all().stream().filter(r -> r.toString().contains(text)).count();
     }
 
     private long stat(String attr) {
@@ -220,7 +270,7 @@ class ProtMqttTest {
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         assertEquals(MqttConnectReturnCode.CONNECTION_REFUSED_NOT_AUTHORIZED,
                 connAckCode(connect(client.connect("anon"))));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         assertEquals(MqttConnectReturnCode.CONNECTION_REFUSED_BAD_USER_NAME_OR_PASSWORD, connAckCode(connect(
                 client.encode(client.connectBuilder("a").hasUser(true).username("alice").hasPassword(true).password("no").build()))));
@@ -234,7 +284,7 @@ class ProtMqttTest {
                 client.encode(client.connectBuilder("a").hasUser(true).username("alice").hasPassword(true).password("wonder").build()))));
         assertEquals(4, stat("connects_refused"));
         assertTrue(logged("MQTT CONNECT refused"));
-        assertFalse(logs.toString().contains("wonder"), "a password is never logged");
+        assertFalse(logs.all().toString().contains("wonder"), "a password is never logged");
         assertEquals(1, up.count(Ev.EV_ON_OPEN), "only the accepted connection opened the channel");
     }
 
@@ -259,9 +309,9 @@ class ProtMqttTest {
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         rt.run(tcp::connect);
         clock.advance(1900);
-        assertEquals(0, tcp.drops);
+        assertEquals(0, drops());
         clock.advance(200);
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("Timeout waiting CONNECT"));
         assertEquals(0, up.count(Ev.EV_ON_OPEN));
         assertEquals(0, up.count(Ev.EV_ON_CLOSE), "no close for a channel that never opened");
@@ -273,7 +323,7 @@ class ProtMqttTest {
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         rt.run(tcp::connect);
         rx(client.publish("a/b", 1, 1, "{}"));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("first packet is not CONNECT"));
         assertEquals(0, up.count(Ev.EV_ON_MESSAGE));
     }
@@ -287,7 +337,7 @@ class ProtMqttTest {
         List<MqttMessage> out = written();
         assertEquals(MqttMessageType.DISCONNECT, out.get(0).fixedHeader().messageType());
         assertEquals(0x82, reason(out.get(0)));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertNotNull(up.await(Ev.EV_ON_CLOSE, 2000));
     }
 
@@ -299,7 +349,7 @@ class ProtMqttTest {
         byte[] bad = {0x10, 0x0c, 0x00, 0x04, 'M', 'Q', 'T', 'T', 0x09, 0x02, 0x00, 0x3c, 0x00, 0x00};
         List<MqttMessage> out = connect(bad);
         assertEquals(MqttConnectReturnCode.CONNECTION_REFUSED_UNACCEPTABLE_PROTOCOL_VERSION, connAckCode(out));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
     }
 
     // --- PUBLISH and acks ---
@@ -374,7 +424,7 @@ class ProtMqttTest {
         List<MqttMessage> out = written();
         assertEquals(MqttMessageType.PUBACK, out.get(0).fixedHeader().messageType());
         assertEquals(0x97, reason(out.get(0)));
-        assertEquals(0, tcp.drops, "5.0 stays connected");
+        assertEquals(0, drops(), "5.0 stays connected");
         rx(client.publish("t", 2, 2, "{}"));
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), -1);
         out = written();
@@ -386,7 +436,7 @@ class ProtMqttTest {
         rx(client.publish("t", 1, 1, "{}"));
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), -1);
         assertTrue(written().isEmpty(), "3.1.1 has no failure PUBACK");
-        assertEquals(1, tcp.drops, "the connection is closed so the client sends it again");
+        assertEquals(1, drops(), "the connection is closed so the client sends it again");
         assertTrue(logged("MQTT message refused by the queue"));
         assertEquals(3, stat("nacks"));
     }
@@ -494,9 +544,9 @@ class ProtMqttTest {
         rx(client.simple(MqttMessageType.PINGREQ));
         assertEquals(MqttMessageType.PINGRESP, written().get(0).fixedHeader().messageType());
         clock.advance(14_000);   // 14 s after the PINGREQ: still within 15
-        assertEquals(0, tcp.drops);
+        assertEquals(0, drops());
         clock.advance(1_500);
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("keep-alive timeout"));
         assertNotNull(up.await(Ev.EV_ON_CLOSE, 2000));
     }
@@ -518,7 +568,7 @@ class ProtMqttTest {
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         connect(client.encode(client.connectBuilder("w2").willFlag(true).willTopic("status/w2").willMessage("x").build()));
         rx(client.simple(MqttMessageType.DISCONNECT));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertNotNull(up.await(Ev.EV_ON_CLOSE, 2000));
         assertEquals(1, up.count(Ev.EV_ON_MESSAGE), "a normal DISCONNECT discards the Will");
         assertEquals(1, stat("wills"));
@@ -533,14 +583,14 @@ class ProtMqttTest {
         rx(concat(client.publish("t", 1, 1, "{}"), client.publish("t", 1, 2, "{}"), client.publish("t", 1, 3, "{}")));
         assertTrue(up.awaitCount(Ev.EV_ON_MESSAGE, 2, 2000));
         assertEquals(2, up.count(Ev.EV_ON_MESSAGE), "the third waits: reading stopped");
-        assertTrue(tcp.paused);
+        assertTrue(paused());
         assertTrue(rt.call(() -> mq.readAttr("input_blocked").asBoolean()));
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
         assertTrue(up.awaitCount(Ev.EV_ON_MESSAGE, 3, 2000), "the held PUBLISH goes up once one was acked");
-        assertTrue(tcp.paused, "two in flight again");
+        assertTrue(paused(), "two in flight again");
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
-        assertFalse(tcp.paused);
+        assertFalse(paused());
         assertEquals(3, written().size());
     }
 
@@ -566,7 +616,7 @@ class ProtMqttTest {
         List<MqttMessage> out = written();
         assertEquals(MqttMessageType.DISCONNECT, out.get(0).fixedHeader().messageType());
         assertEquals(0x95, reason(out.get(0)));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("MQTT packet too large"));
         assertEquals(0, up.count(Ev.EV_ON_MESSAGE));
     }
@@ -576,7 +626,7 @@ class ProtMqttTest {
         start("");
         connect(MqttVersion.MQTT_3_1_1, "huge");
         rx(new byte[] {0x30, (byte) 0xff, (byte) 0xff, (byte) 0xff, 0x7f});   // PUBLISH of 256 MiB announced
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("MQTT packet too large"));
     }
 
@@ -590,8 +640,8 @@ class ProtMqttTest {
         junk[1] = 0x05;
         rx(junk);
         rx(junk);   // more bytes after our close: discarded silently
-        assertEquals(1, tcp.drops);
-        assertEquals(1, countLogs("Malformed MQTT packet") + countLogs("MQTT protocol error"), logs.toString());
+        assertEquals(1, drops());
+        assertEquals(1, countLogs("Malformed MQTT packet") + countLogs("MQTT protocol error"), logs.all().toString());
     }
 
     @Test
@@ -599,7 +649,7 @@ class ProtMqttTest {
         start("");
         connect(MqttVersion.MQTT_3_1_1, "len5");
         rx(new byte[] {0x30, (byte) 0x80, (byte) 0x80, (byte) 0x80, (byte) 0x80, 0x01});
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("remaining length over 4 bytes"));
     }
 
@@ -608,12 +658,12 @@ class ProtMqttTest {
         start("\"timeout_payload\": 1000");
         connect(MqttVersion.MQTT_3_1_1, "half");
         byte[] p = client.publish("t", 1, 1, "{\"id\":1}");
-        rx(java.util.Arrays.copyOf(p, p.length - 3));
+        rx(Arrays.copyOf(p, p.length - 3));
         clock.advance(900);
-        assertEquals(0, tcp.drops);
+        assertEquals(0, drops());
         rx(new byte[0]);
         clock.advance(1100);
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
         assertTrue(logged("Timeout waiting the rest of an MQTT packet"));
     }
 
@@ -636,7 +686,7 @@ class ProtMqttTest {
         List<Recorder.Event> got = up.events(Ev.EV_ON_MESSAGE);
         assertEquals(2, got.size());
         assertTrue(got.get(1).kw.get(Kw.IS_BLOCKED).asBoolean(), "the message that crossed says so");
-        assertTrue(tcp.paused);
+        assertTrue(paused());
         rt.run(() -> ch.send(Ev.EV_RESUME_INPUT, null, null));
         assertTrue(up.awaitCount(Ev.EV_ON_MESSAGE, 3, 2000));
     }
@@ -658,7 +708,7 @@ class ProtMqttTest {
         rt.run(tcp::disconnect);
         connect(MqttVersion.MQTT_3_1_1, "topics311");
         rx(client.publish("other/x", 1, 4, "{}"));
-        assertEquals(1, tcp.drops);
+        assertEquals(1, drops());
     }
 
     @Test
@@ -673,7 +723,7 @@ class ProtMqttTest {
         rx(client.subscribe(9, "a/#"));
         s = (MqttSubAckMessage) written().get(0);
         assertEquals(List.of(0x87), s.payload().reasonCodes());
-        assertEquals(0, tcp.drops, "a refused subscription keeps the connection");
+        assertEquals(0, drops(), "a refused subscription keeps the connection");
     }
 
     @Test
@@ -696,30 +746,21 @@ class ProtMqttTest {
 
     @Test
     void shouldTakeASessionOverFromTheConnectionThatHeldIt() {
-        String two = "{\"services\": [{\"name\": \"up\", \"gclass\": \"C_RECORDER\", \"children\": ["
-                + " {\"name\": \"ch1\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq1\", \"gclass\": \"C_PROT_MQTT\","
-                + "   \"children\": [{\"name\": \"tcp1\", \"gclass\": \"C_FAKE_TCP\"}]}]},"
-                + " {\"name\": \"ch2\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq2\", \"gclass\": \"C_PROT_MQTT\","
-                + "   \"children\": [{\"name\": \"tcp2\", \"gclass\": \"C_FAKE_TCP\"}]}]}]}]}";
-        rt = YunoRuntime.builder().name("takeover").clock(clock).dataDir(data)
-                .gclass(ProtMqtt.SPEC, FakeTcp.SPEC, new ChannelGClass().spec(), Recorder.SPEC).config(two).build().start();
-        up = (Recorder) rt.service("up").behavior();
-        FakeTcp t1 = (FakeTcp) rt.call(() -> rt.service("up").child("ch1").bottom().bottom().behavior());
-        FakeTcp t2 = (FakeTcp) rt.call(() -> rt.service("up").child("ch2").bottom().bottom().behavior());
-        rt.run(() -> rt.service("up").child("ch1").bottom().bottom().start());
-        rt.run(() -> rt.service("up").child("ch2").bottom().bottom().start());
+        startTwo("takeover");
+        FakeSocket t1 = socket(1);
+        FakeSocket t2 = socket(2);
         TestClient c1 = new TestClient(MqttVersion.MQTT_5);
         TestClient c2 = new TestClient(MqttVersion.MQTT_5);
         rt.run(t1::connect);
-        rt.run(() -> t1.rx(c1.connect("same")));
+        rt.run(() -> t1.receive(c1.connect("same")));
         rt.run(t2::connect);
-        rt.run(() -> t2.rx(c2.connect("same")));
-        List<MqttMessage> old = rt.call(() -> c1.read(t1.takeWritten()));
+        rt.run(() -> t2.receive(c2.connect("same")));
+        List<MqttMessage> old = written(t1, c1);
         assertEquals(MqttMessageType.DISCONNECT, old.get(1).fixedHeader().messageType());
         assertEquals(0x8E, reason(old.get(1)));
-        assertEquals(1, t1.drops);
-        assertEquals(0, t2.drops);
-        assertEquals(MqttConnectReturnCode.CONNECTION_ACCEPTED, connAckCode(rt.call(() -> c2.read(t2.takeWritten()))));
+        assertEquals(1, drops(t1));
+        assertEquals(0, drops(t2));
+        assertEquals(MqttConnectReturnCode.CONNECTION_ACCEPTED, connAckCode(written(t2, c2)));
     }
 
     @Test
@@ -751,32 +792,23 @@ class ProtMqttTest {
 
     @Test
     void shouldAnswerAResendOnANewConnectionOnceTheOldOneGetsItsAck() throws Exception {
-        String two = "{\"services\": [{\"name\": \"up\", \"gclass\": \"C_RECORDER\", \"children\": ["
-                + " {\"name\": \"ch1\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq1\", \"gclass\": \"C_PROT_MQTT\","
-                + "   \"children\": [{\"name\": \"tcp1\", \"gclass\": \"C_FAKE_TCP\"}]}]},"
-                + " {\"name\": \"ch2\", \"gclass\": \"C_CHANNEL\", \"children\": [{\"name\": \"mq2\", \"gclass\": \"C_PROT_MQTT\","
-                + "   \"children\": [{\"name\": \"tcp2\", \"gclass\": \"C_FAKE_TCP\"}]}]}]}]}";
-        rt = YunoRuntime.builder().name("resend").clock(clock).dataDir(data)
-                .gclass(ProtMqtt.SPEC, FakeTcp.SPEC, new ChannelGClass().spec(), Recorder.SPEC).config(two).build().start();
-        up = (Recorder) rt.service("up").behavior();
+        startTwo("resend");
         GObj ch1 = rt.call(() -> rt.service("up").child("ch1"));
-        FakeTcp t1 = (FakeTcp) rt.call(() -> ch1.bottom().bottom().behavior());
-        FakeTcp t2 = (FakeTcp) rt.call(() -> rt.service("up").child("ch2").bottom().bottom().behavior());
-        rt.run(() -> ch1.bottom().bottom().start());
-        rt.run(() -> rt.service("up").child("ch2").bottom().bottom().start());
+        FakeSocket t1 = socket(1);
+        FakeSocket t2 = socket(2);
         TestClient c1 = new TestClient(MqttVersion.MQTT_3_1_1);
         byte[] pub = c1.publish("t", 2, 3, "{\"id\":3}");
         rt.run(t1::connect);
-        rt.run(() -> t1.rx(c1.encode(c1.connectBuilder("dev").cleanSession(false).build())));
-        rt.run(() -> t1.rx(pub));
+        rt.run(() -> t1.receive(c1.encode(c1.connectBuilder("dev").cleanSession(false).build())));
+        rt.run(() -> t1.receive(pub));
         ObjectNode m = message(up.await(Ev.EV_ON_MESSAGE, 2000));
         rt.run(t1::disconnect);   // gone before the message was durable
 
         TestClient c2 = new TestClient(MqttVersion.MQTT_3_1_1);
         rt.run(t2::connect);
-        rt.run(() -> t2.rx(c2.encode(c2.connectBuilder("dev").cleanSession(false).build())));
-        rt.run(() -> t2.rx(pub));   // the resend on the new connection
-        List<MqttMessage> out = rt.call(() -> c2.read(t2.takeWritten()));
+        rt.run(() -> t2.receive(c2.encode(c2.connectBuilder("dev").cleanSession(false).build())));
+        rt.run(() -> t2.receive(pub));   // the resend on the new connection
+        List<MqttMessage> out = written(t2, c2);
         assertEquals(1, out.size(), "CONNACK only: no PUBREC before the message is durable");
         ObjectNode md = ((ObjectNode) m.get(Kw.MD_TRQ)).deepCopy();
         md.put(Kw.RESULT, 0);
@@ -785,13 +817,108 @@ class ProtMqttTest {
         ByteBuf b = Unpooled.buffer();
         Kw.writeJson(ack, b);
         rt.run(() -> ch1.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), null));   // the ack reaches the old connection
-        out = rt.call(() -> c2.read(t2.takeWritten()));
+        out = written(t2, c2);
         assertEquals(MqttMessageType.PUBREC, out.get(0).fixedHeader().messageType(), "the new connection answers it");
         assertEquals(1, up.count(Ev.EV_ON_MESSAGE), "queued once");
     }
 
+    // --- Live upgrade ---
+
     @Test
-    void shouldKeepItsSessionsAcrossARebuildOfTheService() throws Exception {
+    void shouldKeepTheConnectionMidPacketAndItsAcksAcrossALiveUpgrade() throws Exception {
+        start("");
+        client = new TestClient(MqttVersion.MQTT_5);
+        connect(client.encode(client.connectBuilder("up").cleanSession(false).build()));
+        byte[] pub2 = client.publish("t", 2, 2, "{\"id\":2}");
+        rx(client.publish("t", 1, 1, "{\"id\":1}"));
+        rx(pub2);
+        ObjectNode m1 = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+        ObjectNode m2 = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+        byte[] p3 = client.publish("t", 1, 3, "{\"id\":3}");
+        rx(Arrays.copyOf(p3, 6));   // a packet split across the upgrade
+        GObj before = mq;
+
+        Revision.handOver(rt, Revision.next(ProtMqtt.SPEC), 1);
+        assertSame(before, rt.call(() -> ch.bottom()), "the same gobj");
+        assertEquals(St.ST_CONNECTED, rt.call(mq::state));
+        answer(m1, 0);   // acks of what the old revision sent up, to the new one
+        answer(m2, 0);
+        List<MqttMessage> out = written();
+        assertEquals(List.of(MqttMessageType.PUBACK, MqttMessageType.PUBREC),
+                List.of(out.get(0).fixedHeader().messageType(), out.get(1).fixedHeader().messageType()), out.toString());
+        rx(Arrays.copyOfRange(p3, 6, p3.length));
+        ObjectNode m3 = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+        assertEquals(3, m3.get("id").asInt(), "the packet read across the upgrade went up whole");
+        rx(pub2);   // the QoS 2 resend: the session store came along, it is not queued again
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
+        rx(client.pubrel(2));
+        assertEquals(MqttMessageType.PUBCOMP, written().get(0).fixedHeader().messageType());
+        answer(m3, -1);   // still 5.0 (the codec's channel came along): a refusal is a PUBACK 0x97, not a close
+        out = written();
+        assertEquals(MqttMessageType.PUBACK, out.get(0).fixedHeader().messageType());
+        assertEquals(0x97, reason(out.get(0)));
+        assertEquals(3, up.count(Ev.EV_ON_MESSAGE), "nothing queued twice, nothing lost");
+        assertEquals(0, drops(), "the connection stayed open");
+        assertEquals(1, up.count(Ev.EV_ON_OPEN));
+        assertEquals(0, up.count(Ev.EV_ON_CLOSE));
+    }
+
+    @Test
+    void shouldKeepTheDeadlinesOfItsTimersAcrossALiveUpgrade() {
+        start("\"timeout_handshake\": 2000");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        rt.run(tcp::connect);
+        clock.advance(1500);
+        Revision.handOver(rt, Revision.next(ProtMqtt.SPEC), 1);
+        clock.advance(400);
+        assertEquals(0, drops());
+        clock.advance(200);
+        assertEquals(1, drops(), "the CONNECT was due 2 s after the connection, upgrade or not");
+        assertTrue(logged("Timeout waiting CONNECT"));
+
+        rt.run(() -> { });   // the close of that drop
+        connect(client.encode(client.connectBuilder("ka").keepAlive(10).build()));
+        clock.advance(10_000);
+        Revision.handOver(rt, Revision.next(ProtMqtt.SPEC), 1);
+        clock.advance(4_000);
+        assertEquals(1, drops());
+        clock.advance(1_500);
+        assertEquals(2, drops(), "closed 1.5 keep-alives after the CONNECT, across the upgrade");
+        assertTrue(logged("keep-alive timeout"));
+    }
+
+    @Test
+    void shouldHoldWhatComesWhileSuspendedAndGoOnWithTheNextRevision() throws Exception {
+        start("");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("susp").cleanSession(false).keepAlive(10).build()));
+        rx(client.publish("t", 1, 1, "{\"id\":1}"));
+        ObjectNode m1 = message(up.await(Ev.EV_ON_MESSAGE, 2000));
+
+        // a Bundle.update(): the gclasses go before their new revision exists
+        rt.gclassesGone(List.of(ProtMqtt.GCLASS, ProtMqtt.GCLASS2));
+        assertTrue(paused(), "reading stopped");
+        answer(m1, 0);                                   // the ack waits in core
+        rx(client.publish("t", 2, 2, "{\"id\":2}"));   // so does a read that was on its way
+        assertTrue(written().isEmpty());
+        assertEquals(1, up.count(Ev.EV_ON_MESSAGE));
+        clock.advance(20_000);   // longer than 1.5 keep-alives: the suspension does not count against the client
+        assertEquals(0, drops());
+
+        ObjectNode report = rt.gclassesArrived(List.of(Revision.next(ProtMqtt.SPEC), Revision.next(ProtMqtt.SPEC2)));
+        assertEquals(1, report.path("gobjs_migrated").asInt(), report.toString());
+        assertEquals(0, report.path("rebuilt").size(), report.toString());
+        assertEquals(MqttMessageType.PUBACK, written().get(0).fixedHeader().messageType());
+        assertEquals(2, message(up.await(Ev.EV_ON_MESSAGE, 2000)).get("id").asInt());
+        assertFalse(paused(), "reading resumed");
+        clock.advance(14_000);
+        assertEquals(0, drops());
+        clock.advance(1_500);
+        assertEquals(1, drops(), "the keep-alive runs again, from the last packet");
+    }
+
+    @Test
+    void shouldRebuildFromItsSessionsOnDiskWhenTheNextRevisionRefusesTheState() throws Exception {
         start("");
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         connect(client.encode(client.connectBuilder("swap").cleanSession(false).build()));
@@ -799,18 +926,22 @@ class ProtMqttTest {
         rx(pub);
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
         assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
-        // today's hot swap: the gclass leaves (bundle update) and comes back; core rebuilds the service from config
-        rt.gclassesGone(List.of(ProtMqtt.GCLASS, ProtMqtt.GCLASS2));
-        rt.gclassesArrived(List.of(ProtMqtt.SPEC, ProtMqtt.SPEC2));
-        up = (Recorder) rt.service("up").behavior();
-        ch = rt.call(() -> rt.service("up").child("ch"));
-        mq = rt.call(() -> ch.bottom());
-        tcp = (FakeTcp) rt.call(() -> mq.bottom().behavior());
-        rt.run(() -> mq.bottom().start());
+        GObj before = mq;
+        // a revision that hands over a state version 2, then one that takes version 1 only
+        Revision.handOver(rt, Revision.of(ProtMqtt.SPEC, 2, ProtMqtt::new), 1);
+        ObjectNode report = rt.gclassArrived(ProtMqtt.SPEC);
+        assertEquals(0, report.path("gobjs_migrated").asInt(), report.toString());
+        assertEquals("up", report.path("rebuilt").path(0).path("service").asText(), report.toString());
+        assertTrue(report.path("rebuilt").path(0).path("reason").asText().contains("takes state version 1, not 2"),
+                report.toString());
+        assertEquals(1, logs.count("Live upgrade not possible, service rebuilt from its config"));
+        assertTrue(rt.call(before::isDestroyed), "the connection's gobj went with its service");
+
+        found();
         client = new TestClient(MqttVersion.MQTT_3_1_1);
         List<MqttMessage> out = connect(client.encode(client.connectBuilder("swap").cleanSession(false).build()));
         assertTrue(((MqttConnAckMessage) out.get(0)).variableHeader().isSessionPresent(), "the session came back from disk");
-        rx(pub);   // the PUBREC was lost in the swap: the resend is answered, not queued again
+        rx(pub);   // the PUBREC was lost in the rebuild: the resend is answered, not queued again
         assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
         assertEquals(0, up.count(Ev.EV_ON_MESSAGE));
     }
