@@ -22,6 +22,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * </ul>
  * There is no timer: a gobj nobody reads costs two increments per message.
  *
+ * <p>{@link #txMsgs()} and {@link #rxMsgs()} are plain counters (they only go up, until {@link #reset()}) and
+ * reading them moves nothing. Readers that poll on their own schedule (Prometheus scrapes, the live page's
+ * sampler) take those, found through {@link GObjBehavior#msgs()}, and compute their own rates, so they never
+ * turn the rate of a person's {@code stats-yuno} into the average of the poll interval.
+ *
  * <p>Not thread-safe: like every gobj state, it lives on the yuno's core thread.
  */
 public final class RateWindow {

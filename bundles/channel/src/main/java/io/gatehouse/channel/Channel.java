@@ -153,6 +153,7 @@ public final class Channel implements GObjBehavior {
     }
 
     /** The counters and rates as last computed, without reading (the window does not move). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }

@@ -210,6 +210,7 @@ public final class IoGate implements GObjBehavior {
     }
 
     /** The counters and rates as last computed (no read). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }
