@@ -645,6 +645,40 @@ class ProtMqttTest {
     }
 
     @Test
+    void shouldLoseNothingWhenGarbageFollowsMessagesInFlight() throws Exception {
+        start("");
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("bad-after").cleanSession(false).build()));
+        rx(client.publish("t", 1, 1, "{\"id\":1}"));
+        answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), 0);
+        assertEquals(MqttMessageType.PUBACK, written().get(0).fixedHeader().messageType(), "acked: it is queued");
+        byte[] pub2 = client.publish("t", 2, 2, "{\"id\":2}");
+        rx(pub2);
+        ObjectNode m2 = message(up.await(Ev.EV_ON_MESSAGE, 2000));   // up, its ack on the way
+        byte[] junk = new byte[64];
+        new java.util.Random(5).nextBytes(junk);
+        junk[0] = (byte) 0xf0;
+        junk[1] = 0x05;
+        // garbage, then a PUBLISH in the same read: the connection closes at the garbage, the PUBLISH is not taken
+        rx(concat(junk, client.publish("t", 1, 3, "{\"id\":3}")));
+        assertEquals(1, drops());
+        assertEquals(1, countLogs("Malformed MQTT packet") + countLogs("MQTT protocol error"), logs.all().toString());
+        rt.run(() -> { });   // the close the drop causes
+        assertEquals(0, up.count(Ev.EV_ON_CLOSE), "the channel waits for the ack of the message in flight");
+        answer(m2, 0);
+        assertNotNull(up.await(Ev.EV_ON_CLOSE, 2000), "its ack came: the channel closes");
+
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        List<MqttMessage> out = connect(client.encode(client.connectBuilder("bad-after").cleanSession(false).build()));
+        assertTrue(((MqttConnAckMessage) out.get(0)).variableHeader().isSessionPresent());
+        rx(pub2);   // the client resends what it never saw answered
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType(), "answered from the session");
+        rx(client.publish("t", 1, 3, "{\"id\":3}"));
+        assertEquals(3, message(up.await(Ev.EV_ON_MESSAGE, 2000)).get("id").asInt(), "the PUBLISH after the garbage, resent");
+        assertEquals(3, up.count(Ev.EV_ON_MESSAGE), "1, 2 and 3 once each: nothing lost, the QoS 2 one not twice");
+    }
+
+    @Test
     void shouldCloseOnAFiveByteRemainingLength() {
         start("");
         connect(MqttVersion.MQTT_3_1_1, "len5");
