@@ -65,7 +65,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     static final int MQTT_BASE = 100_000_000;
     /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
     static final List<String> BUNDLES = List.of(System.getProperty("gatehouse.itests.liveupgrade.bundles",
-        "tcp,tcp4h,channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http,mqtt").split(","));
+        "channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http,mqtt").split(","));
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Services of the demo config that the sinks of this test replace. */
     private static final Set<String> DEMO_SINKS = Set.of("__sink0_side__", "sink0", "__sink1_side__", "sink1");
