@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToLongFunction;
 
 /**
  * What the destinations received, per producer connection of one {@link LoadGen} run: the meter of the
@@ -69,28 +70,28 @@ public final class Delivery {
         return r;
     }
 
-    /** First copies received so far, over all connections. */
+    /** First copies received so far, over all connections (volatile reads: no lock on the sinks' path). */
     public long firstCopies() {
         long n = 0;
         for (Track t : tracks) n += t.received;
         return n;
     }
 
+    /** Copies of ids already received. */
     public long duplicates() {
-        long n = 0;
-        for (Track t : tracks) {
-            synchronized (t) {
-                n += t.duplicates;
-            }
-        }
-        return n;
+        return sum(t -> t.duplicates);
     }
 
+    /** Ids given up on (an id came more than a span ahead of them; only in burst mode). */
     public long skipped() {
+        return sum(t -> t.skipped);
+    }
+
+    private long sum(ToLongFunction<Track> f) {
         long n = 0;
         for (Track t : tracks) {
             synchronized (t) {
-                n += t.skipped;
+                n += f.applyAsLong(t);
             }
         }
         return n;
