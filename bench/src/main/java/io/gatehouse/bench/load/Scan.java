@@ -21,13 +21,12 @@ final class Scan {
 
     /** First index at or after {@code from} of {@code key} in the readable bytes of {@code b}, or -1. */
     static int indexOf(ByteBuf b, byte[] key, int from) {
-        int end = b.writerIndex() - key.length;
-        outer:
-        for (int i = from; i <= end; i++) {
-            for (int j = 0; j < key.length; j++) {
-                if (b.getByte(i + j) != key[j]) continue outer;
-            }
-            return i;
+        int last = b.writerIndex() - key.length;
+        // candidates by the first byte, found by Netty's search (no bounds and reference-count check per byte)
+        for (int i = from; i <= last; i++) {
+            i = b.indexOf(i, last + 1, key[0]);
+            if (i < 0) return -1;
+            if (matches(b, i, key)) return i;
         }
         return -1;
     }
@@ -38,14 +37,20 @@ final class Scan {
      * from the end finds it after a few bytes whatever the payload's size.
      */
     static int lastIndexOf(ByteBuf b, byte[] key) {
-        outer:
         for (int i = b.writerIndex() - key.length; i >= b.readerIndex(); i--) {
-            for (int j = 0; j < key.length; j++) {
-                if (b.getByte(i + j) != key[j]) continue outer;
-            }
-            return i;
+            // Netty's indexOf searches backwards when fromIndex > toIndex: [toIndex, fromIndex)
+            i = b.indexOf(i + 1, b.readerIndex(), key[0]);
+            if (i < 0) return -1;
+            if (matches(b, i, key)) return i;
         }
         return -1;
+    }
+
+    private static boolean matches(ByteBuf b, int at, byte[] key) {
+        for (int j = 1; j < key.length; j++) {
+            if (b.getByte(at + j) != key[j]) return false;
+        }
+        return true;
     }
 
     /** The non-negative decimal number at {@code at} (spaces before it skipped), or -1 if there is none. */
