@@ -44,6 +44,7 @@ public final class JfrTop {
         Map<String, Long> inclusive = new HashMap<>();
         Map<String, Long> nearestGatehouse = new HashMap<>();
         Map<String, Long> nativeTop = new HashMap<>();
+        Map<String, Long> paths = new HashMap<>();
         long all = 0;
         long mine = 0;
         long mineNative = 0;
@@ -77,6 +78,7 @@ public final class JfrTop {
                     if (gh == null) gh = m.substring(0, m.lastIndexOf('.'));
                 }
                 nearestGatehouse.merge(gh == null ? "(no Gatehouse frame: Netty / JDK loop)" : gh, 1L, Long::sum);
+                paths.merge(path(frames), 1L, Long::sum);
             }
         }
         System.out.printf(Locale.ROOT, "%s: %,d execution samples, %,d in threads %s*; %,d native samples there%n%n",
@@ -92,8 +94,36 @@ public final class JfrTop {
         print("top frames (self) in " + prefix + "*", self, mine, rows);
         print("Gatehouse methods on the stack (inclusive) in " + prefix + "*", inclusive, mine, rows);
         print("nearest Gatehouse class to the top of the stack in " + prefix + "*", nearestGatehouse, mine, rows);
+        print("entry > handler in " + prefix + "* (first Gatehouse class from the bottom of the stack > first"
+                + " one above it that does not only carry the event)", paths, mine, rows);
         print("top native frames in " + prefix + "*", nativeTop, mineNative, 8);
     }
+    /** Classes that carry a message between a socket and the gobj that handles it, and the kw helpers. */
+    private static final Set<String> CARRIERS = Set.of("TcpHandler", "TcpBridge", "WorkerLink", "Tcp", "ProtTcp4h",
+            "Tcp4hFramer", "Channel", "IoGate", "GObjImpl", "Kw", "GbufferKw", "Gbuffers", "InputGates",
+            "InputThreshold", "Glog", "Fsm", "Fsm$Rows", "GObj");
+
+    /**
+     * How the loop got there: the first Gatehouse class from the bottom of the stack (a socket read, a timer, a
+     * queue's completion) and the first one above it that is not a carrier (the gobj that handles the event):
+     * splits the producers' input from the sinks' acks, the durable completions and the timers.
+     */
+    private static String path(List<RecordedFrame> frames) {
+        String entry = null;
+        for (int k = frames.size() - 1; k >= 0; k--) {
+            String m = method(frames.get(k));
+            if (!m.startsWith("io.gatehouse.")) continue;
+            String cls = m.substring(m.lastIndexOf('.', m.lastIndexOf('.') - 1) + 1, m.lastIndexOf('.'));
+            if (cls.contains("$$Lambda")) continue;
+            if (entry == null) {
+                entry = cls;
+            } else if (!CARRIERS.contains(cls) && !cls.equals(entry)) {
+                return entry + " > " + cls;
+            }
+        }
+        return entry == null ? "(no Gatehouse frame)" : entry;
+    }
+
     private static String method(RecordedFrame f) {
         RecordedMethod m = f.getMethod();
         if (m == null) return "?";
