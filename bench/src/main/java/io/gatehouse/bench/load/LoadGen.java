@@ -2,6 +2,7 @@ package io.gatehouse.bench.load;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -300,7 +301,7 @@ public final class LoadGen {
             int n = 0;
             while (allowed-- > 0 && ch.isWritable() && mayPass()) {
                 long now = System.nanoTime();
-                ch.write(frame(next, now), ch.voidPromise());
+                ch.write(frame(ch.alloc(), head, o.size, next, now), ch.voidPromise());
                 sentAt[(int) (next & mask)] = now;
                 next++;
                 if (++n >= 256) {
@@ -338,21 +339,6 @@ public final class LoadGen {
         private boolean undeliveredBelowMax() {
             // the span bound keeps the destinations' id tracking exact (and bounded) when a message is stuck
             return (next - 1) - track.received() < o.maxBacklog && next - track.low() < track.span();
-        }
-
-        ByteBuf frame(long rowid, long now) {
-            // {"id":"m<conn>-<rowid>","ts":<nanos>,"tm":<n>,"pad":"xx..","__md_trq__":{"__msg_rowid__":R,"__msg_t__":1}}
-            String mid = rowid + "\",\"ts\":" + now + ",\"tm\":" + (rowid & 0xffff) + ",\"pad\":\"";
-            String tail = "\",\"__md_trq__\":{\"__msg_rowid__\":" + rowid + ",\"__msg_t__\":1}}";
-            int pad = Math.max(0, o.size - head.length - mid.length() - tail.length());
-            int len = head.length + mid.length() + pad + tail.length();
-            ByteBuf b = ch.alloc().buffer(4 + len);
-            b.writeInt(len + 4);
-            b.writeBytes(head);
-            b.writeCharSequence(mid, StandardCharsets.US_ASCII);
-            for (int i = 0; i < pad; i++) b.writeByte('x');
-            b.writeCharSequence(tail, StandardCharsets.US_ASCII);
-            return b;
         }
 
         @Override
@@ -399,6 +385,67 @@ public final class LoadGen {
             run.errors++;
             ctx.close();
         }
+    }
+
+    /**
+     * One message in its TCP4H frame, {@code size} bytes of JSON when the fields leave room for padding:
+     * {@code {"id":"<head's prefix><conn>-<rowid>","ts":<now>,"tm":<n>,"pad":"xx..","__md_trq__":{"__msg_rowid__":
+     * <rowid>,"__msg_t__":1}}}. Written digit by digit into the buffer, with no String per message: the producer
+     * shares the two vCPUs with the path it measures, so its own cost per message must stay small.
+     */
+    static ByteBuf frame(ByteBufAllocator alloc, byte[] head, int size, long rowid, long now) {
+        long tm = rowid & 0xffff;
+        int fixed = head.length + TS.length + TM.length + PAD.length + TAIL_ROWID.length + TAIL_END.length;
+        int digits = 2 * digits(rowid) + digits(now) + digits(tm);
+        int pad = Math.max(0, size - fixed - digits);
+        int len = fixed + digits + pad;
+        ByteBuf b = alloc.buffer(4 + len);
+        b.writeInt(len + 4);
+        b.writeBytes(head);
+        writeDigits(b, rowid);
+        b.writeBytes(TS);
+        writeDigits(b, now);
+        b.writeBytes(TM);
+        writeDigits(b, tm);
+        b.writeBytes(PAD);
+        for (int left = pad; left > 0; left -= XS.length) b.writeBytes(XS, 0, Math.min(left, XS.length));
+        b.writeBytes(TAIL_ROWID);
+        writeDigits(b, rowid);
+        b.writeBytes(TAIL_END);
+        return b;
+    }
+
+    private static final byte[] TS = ascii("\",\"ts\":");
+    private static final byte[] TM = ascii(",\"tm\":");
+    private static final byte[] PAD = ascii(",\"pad\":\"");
+    private static final byte[] TAIL_ROWID = ascii("\",\"__md_trq__\":{\"__msg_rowid__\":");
+    private static final byte[] TAIL_END = ascii(",\"__msg_t__\":1}}");
+    private static final byte[] XS = ascii("x".repeat(256));
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** Decimal digits of a non-negative number. */
+    static int digits(long v) {
+        int n = 1;
+        while (v >= 10) {
+            v /= 10;
+            n++;
+        }
+        return n;
+    }
+
+    /** Writes a non-negative number in decimal. */
+    static void writeDigits(ByteBuf b, long v) {
+        int n = digits(v);
+        int at = b.writerIndex();
+        b.ensureWritable(n);
+        for (int i = n - 1; i >= 0; i--) {
+            b.setByte(at + i, (int) ('0' + v % 10));
+            v /= 10;
+        }
+        b.writerIndex(at + n);
     }
 
     /** Counters of a run; updated on the event loop(s) under a lock when there are several threads. */
