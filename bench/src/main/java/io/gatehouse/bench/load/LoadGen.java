@@ -183,6 +183,9 @@ public final class LoadGen {
         public Histogram latency;
         /** Ack round trip, µs: producer send → its ack; null when acks are off. */
         public Histogram ackLatency;
+        /** CPU µs per first copy over the whole run, of the hop's event loop and of the process (SideBySide). */
+        public double loopCpuUs = Double.NaN;
+        public double processCpuUs = Double.NaN;
         public long duplicates;
         public long skipped;
         public long unknown;
@@ -207,12 +210,13 @@ public final class LoadGen {
                     "RESULT label=%s mode=%s connections=%d size=%d %s=%d acks=%s rate=%d msgs=%d secs=%.2f"
                             + " msgs_per_s=%.0f acked_per_s=%.0f sent_per_s=%.0f end_backlog=%d"
                             + " p50_us=%.0f p90_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f"
-                            + " ack_p50_us=%.0f ack_p99_us=%.0f duplicates=%d skipped=%d unknown=%d errors=%d",
+                            + " ack_p50_us=%.0f ack_p99_us=%.0f loop_cpu_us=%.2f process_cpu_us=%.2f"
+                            + " duplicates=%d skipped=%d unknown=%d errors=%d",
                     label, opts.mode, opts.connections, opts.size,
                     opts.mode == Mode.SUSTAINED ? "max_backlog" : "window", opts.ackWindow(), opts.acks, opts.rate,
                     messages, seconds, msgsPerSec, ackedPerSec, sentPerSec, endBacklog, p(50), p(90), p(99), p(99.9),
-                    latency == null ? Double.NaN : (double) latency.getMaxValue(), ackP(50), ackP(99), duplicates,
-                    skipped, unknown, errors);
+                    latency == null ? Double.NaN : (double) latency.getMaxValue(), ackP(50), ackP(99), loopCpuUs,
+                    processCpuUs, duplicates, skipped, unknown, errors);
         }
     }
 

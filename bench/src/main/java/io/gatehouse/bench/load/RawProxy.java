@@ -108,6 +108,11 @@ public final class RawProxy implements AutoCloseable {
         return sinkUp;
     }
 
+    /** The thread of the proxy's event loop (for its CPU time). */
+    public Thread thread() throws Exception {
+        return loop.submit(Thread::currentThread).get(5, TimeUnit.SECONDS);
+    }
+
     /** {@code forwarded acked unmatched out_of_order pending}, read on the loop. */
     public String stats() throws Exception {
         return loop.submit(() -> "forwarded=" + forwarded + " acked=" + acked + " unmatched=" + unmatched

@@ -14,6 +14,8 @@ import io.gatehouse.tcp4h.ProtTcp4hGClass;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -139,11 +141,13 @@ public final class SideBySide {
     static void summary(Map<String, List<LoadGen.Result>> results, List<String> configs, List<LoadGen.Mode> modes) {
         System.out.println();
         System.out.println("msgs/s: first copies the destinations received per second in the window; ratio: to the"
-                + " raw-proxy run of the same round; medians over the rounds; latency end to end (send -> receipt)");
+                + " raw-proxy run of the same round; medians over the rounds; latency end to end (send -> receipt);"
+                + " CPU per first copy over the whole run: the hop's event loop (raw-proxy's, or the core loop) and"
+                + " the process (load generator and sinks included)");
         System.out.println();
         System.out.println("| mode | config | msgs/s median (min-max) | ratio to raw-proxy median (min-max)"
-                + " | acked msgs/s | end backlog | p50 us | p99 us |");
-        System.out.println("|---|---|---|---|---|---|---|---|");
+                + " | acked msgs/s | end backlog | p50 us | p99 us | loop CPU us/msg | process CPU us/msg |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
         for (LoadGen.Mode mode : modes) {
             List<LoadGen.Result> base = results.get(BASELINE + "/" + mode);
             for (String cfg : configs) {
@@ -152,10 +156,11 @@ public final class SideBySide {
                 double[] ratio = new double[rs.size()];
                 for (int k = 0; k < rs.size(); k++) ratio[k] = rs.get(k).msgsPerSec / base.get(k).msgsPerSec;
                 double[] rate = rs.stream().mapToDouble(x -> x.msgsPerSec).toArray();
-                System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f (%.2f-%.2f) | %,.0f | %,.0f | %,.0f | %,.0f |%n",
+                System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f (%.2f-%.2f) | %,.0f | %,.0f"
+                                + " | %,.0f | %,.0f | %.2f | %.2f |%n",
                         mode, cfg, median(rate), min(rate), max(rate), median(ratio), min(ratio), max(ratio),
                         median(rs, x -> x.ackedPerSec), median(rs, x -> x.endBacklog), median(rs, x -> x.p(50)),
-                        median(rs, x -> x.p(99)));
+                        median(rs, x -> x.p(99)), median(rs, x -> x.loopCpuUs), median(rs, x -> x.processCpuUs));
             }
         }
         System.out.println("load average at the end: " + loadAverage());
@@ -219,13 +224,15 @@ public final class SideBySide {
             LoadGen.Options x = o.copy();
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
-                return LoadGen.run(x, delivery);
+                Cost cost = new Cost(null, delivery);
+                return cost.of(LoadGen.run(x, delivery));
             }
             if (cfg.equals(BASELINE)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
-                    LoadGen.Result r = LoadGen.run(x, delivery);
+                    Cost cost = new Cost(proxy.thread(), delivery);
+                    LoadGen.Result r = cost.of(LoadGen.run(x, delivery));
                     System.out.println("# raw-proxy " + proxy.stats());
                     return r;
                 }
@@ -240,11 +247,51 @@ public final class SideBySide {
                     Thread.sleep(20);
                 }
                 x.port = input;
-                return LoadGen.run(x, delivery);
+                Cost cost = new Cost(coreThread(), delivery);
+                return cost.of(LoadGen.run(x, delivery));
             }
         } finally {
             for (RawSink s : sinkList) s.close();
             deleteTree(data);
+        }
+    }
+
+    /** The running yuno's core loop: the newest live thread named like one (earlier runs' loops are stopped). */
+    static Thread coreThread() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().startsWith("gatehouse-core-"))
+                .max(Comparator.comparingLong(Thread::getId))
+                .orElseThrow(() -> new IllegalStateException("no gatehouse-core thread"));
+    }
+
+    /**
+     * CPU time per first copy over a whole run (warm-up included), of the hop's event loop (the proxy's, or the
+     * gateway's core loop) and of the whole process. Unlike a rate it hardly moves with the neighbours' load:
+     * on this shared machine it says what a hop costs when its rate says mostly how much CPU it was given.
+     */
+    static final class Cost {
+        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+        private static final com.sun.management.OperatingSystemMXBean OS =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        private final Thread loop;
+        private final Delivery delivery;
+        private final long loop0;
+        private final long process0;
+        private final long delivered0;
+
+        Cost(Thread loop, Delivery delivery) {
+            this.loop = loop;
+            this.delivery = delivery;
+            loop0 = loop == null ? 0 : THREADS.getThreadCpuTime(loop.getId());
+            process0 = OS.getProcessCpuTime();
+            delivered0 = delivery.firstCopies();
+        }
+
+        LoadGen.Result of(LoadGen.Result r) {
+            double n = Math.max(1, delivery.firstCopies() - delivered0);
+            if (loop != null) r.loopCpuUs = (THREADS.getThreadCpuTime(loop.getId()) - loop0) / 1000.0 / n;
+            r.processCpuUs = (OS.getProcessCpuTime() - process0) / 1000.0 / n;
+            return r;
         }
     }
 
