@@ -45,9 +45,11 @@ import org.osgi.framework.Constants;
  */
 public abstract class ITSupport {
     public static final String GROUP = "io.gatehouse";
-    /** Short names of every Gatehouse bundle module, in build order. */
-    public static final List<String> ALL_BUNDLES = List.of(
-        "api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate", "relay", "sink", "portal");
+    /**
+     * Short names of every Gatehouse bundle the build copied to {@code target/bundles} (api and core first): the
+     * bundles pom decides what is there, so a new bundle needs no line here.
+     */
+    public static final List<String> ALL_BUNDLES = bundlesInDir();
 
     @Inject
     protected BundleContext ctx;
@@ -91,7 +93,7 @@ public abstract class ITSupport {
             mavenBundle("com.fasterxml.jackson.core", "jackson-databind").versionAsInProject());
     }
 
-    /** Every Netty bundle the distribution ships (core ones plus codec/handler for the transports). */
+    /** Every Netty bundle the distribution ships (core ones plus codec/handler for the transports, codec-http for HTTP). */
     public static Option nettyBundles() {
         return composite(
             mavenBundle("io.netty", "netty-common").versionAsInProject(),
@@ -100,7 +102,8 @@ public abstract class ITSupport {
             mavenBundle("io.netty", "netty-transport").versionAsInProject(),
             mavenBundle("io.netty", "netty-transport-native-unix-common").versionAsInProject(),
             mavenBundle("io.netty", "netty-codec").versionAsInProject(),
-            mavenBundle("io.netty", "netty-handler").versionAsInProject());
+            mavenBundle("io.netty", "netty-handler").versionAsInProject(),
+            mavenBundle("io.netty", "netty-codec-http").versionAsInProject());
     }
 
     /** The named Gatehouse bundles ("api", "core", "tcp4h", ...) from the reactor, as {@code file:} URLs. */
@@ -143,6 +146,21 @@ public abstract class ITSupport {
             throw new IllegalStateException("missing " + f + " (run through Maven: mvn verify)");
         }
         return f;
+    }
+
+    private static List<String> bundlesInDir() {
+        String[] jars = bundlesDir().list((d, n) -> n.startsWith(GROUP + ".") && n.endsWith(".jar"));
+        List<String> names = new ArrayList<>();
+        if (jars != null) {
+            for (String j : jars) names.add(j.substring(GROUP.length() + 1, j.length() - ".jar".length()));
+        }
+        names.sort((a, b) -> Integer.compare(rank(a), rank(b)) != 0 ? Integer.compare(rank(a), rank(b)) : a.compareTo(b));
+        return List.copyOf(names);
+    }
+
+    /** api, then core, then the gclass bundles: the order a framework resolves them in. */
+    private static int rank(String shortName) {
+        return shortName.equals("api") ? 0 : shortName.equals("core") ? 1 : 2;
     }
 
     public static File bundlesDir() {

@@ -14,9 +14,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 import javax.xml.parsers.DocumentBuilderFactory;
+
+import io.gatehouse.api.GClass;
 
 import org.junit.Test;
 import org.junit.runner.RunWith;
@@ -36,13 +37,12 @@ import org.w3c.dom.NodeList;
 
 /**
  * Every bundle of the distribution resolves and starts, and every gclass that a Gatehouse bundle declares (a DS
- * component providing {@code io.gatehouse.api.GClass} with a {@code gclass.name} property) is registered.
+ * component providing {@code io.gatehouse.api.GClass}) is registered, under a name no other registers.
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
 public class WiringIT extends ITSupport {
-    static final String GCLASS = "io.gatehouse.api.GClass";
-    static final String GCLASS_NAME = "gclass.name";
+    static final String GCLASS = GClass.class.getName();
 
     @Configuration
     public Option[] config() {
@@ -74,19 +74,24 @@ public class WiringIT extends ITSupport {
     @Test
     public void shouldRegisterEveryDeclaredGClassWhenItsBundleIsActive() throws Exception {
         Map<String, String> declared = declaredGClasses();
-        await("GClass services " + declared.keySet(), 10_000, () -> registeredGClasses().containsAll(declared.keySet()));
+        await("GClass services of " + declared.keySet(), 10_000, () -> gclassRefs().size() >= declared.size());
 
-        Set<String> registered = new TreeSet<>();
+        Set<String> names = new TreeSet<>();
+        Set<String> components = new TreeSet<>();
         for (ServiceReference<?> ref : gclassRefs()) {
-            Object name = ref.getProperty(GCLASS_NAME);
-            assertTrue("GClass service " + ref.getProperty("service.id") + " of " + ref.getBundle().getSymbolicName()
-                + " has no " + GCLASS_NAME, name instanceof String && !((String) name).isBlank());
-            assertTrue("GClass " + name + " is registered twice", registered.add((String) name));
-            assertTrue("GClass " + name + " comes from " + ref.getBundle().getSymbolicName(),
-                ref.getBundle().getSymbolicName().startsWith(GROUP + "."));
+            GClass g = (GClass) ctx.getService(ref);
+            try {
+                String name = g.spec().name();
+                assertTrue("GClass " + name + " is registered twice", names.add(name));
+                assertTrue("GClass " + name + " comes from " + ref.getBundle().getSymbolicName(),
+                    ref.getBundle().getSymbolicName().startsWith(GROUP + "."));
+                components.add(String.valueOf(ref.getProperty("component.name")));
+            } finally {
+                ctx.ungetService(ref);
+            }
         }
-        assertEquals("registered gclasses (declared: " + declared + ")", new TreeSet<>(declared.keySet()), registered);
-        System.out.println("WiringIT: gclasses registered " + declared);
+        assertEquals("registered GClass components (declared: " + declared + ")", declared.keySet(), components);
+        System.out.println("WiringIT: gclasses registered " + names);
     }
 
     @Test
@@ -128,11 +133,7 @@ public class WiringIT extends ITSupport {
         }
     }
 
-    private Set<String> registeredGClasses() {
-        return gclassRefs().stream().map(r -> String.valueOf(r.getProperty(GCLASS_NAME))).collect(Collectors.toSet());
-    }
-
-    /** gclass name → bundle, read from the DS descriptors of every Gatehouse bundle (not from the registry). */
+    /** GClass component name → bundle, read from the DS descriptors of every Gatehouse bundle (not the registry). */
     private Map<String, String> declaredGClasses() throws Exception {
         Map<String, String> declared = new TreeMap<>();
         DocumentBuilderFactory dbf = DocumentBuilderFactory.newInstance();
@@ -155,10 +156,7 @@ public class WiringIT extends ITSupport {
                     if ("require".equals(comp.getAttribute("configuration-policy")) || !provides(comp, GCLASS)) {
                         continue;
                     }
-                    String name = property(comp, GCLASS_NAME);
-                    assertNotNull("component " + comp.getAttribute("name") + " of " + b.getSymbolicName()
-                        + " provides GClass without a " + GCLASS_NAME + " property", name);
-                    declared.put(name, b.getSymbolicName());
+                    declared.put(comp.getAttribute("name"), b.getSymbolicName());
                 }
             }
         }
@@ -175,15 +173,4 @@ public class WiringIT extends ITSupport {
         return false;
     }
 
-    private static String property(Element comp, String name) {
-        NodeList props = comp.getElementsByTagName("property");
-        for (int i = 0; i < props.getLength(); i++) {
-            Element p = (Element) props.item(i);
-            if (name.equals(p.getAttribute("name"))) {
-                String v = p.hasAttribute("value") ? p.getAttribute("value") : p.getTextContent().trim();
-                return v.isEmpty() ? null : v;
-            }
-        }
-        return null;
-    }
 }

@@ -19,13 +19,41 @@ final class GatewayProcess implements AutoCloseable {
     private final Path data;
     private final Path log;
     private final int controlPort;
+    private final Path dist;
+    private final List<String> jvmArgs = new ArrayList<>();
     private Process process;
 
     GatewayProcess(Path config, Path data, Path log, int controlPort) {
+        this(config, data, log, controlPort, null);
+    }
+
+    /** A gateway run from its own copy of the distribution ({@link #copyOfDist}): a test may change its deploy/. */
+    GatewayProcess(Path config, Path data, Path log, int controlPort, Path dist) {
         this.config = config;
         this.data = data;
         this.log = log;
         this.controlPort = controlPort;
+        this.dist = dist;
+    }
+
+    /** A copy of the built distribution under {@code dir}, for a test that drops jars into its deploy/. */
+    static Path copyOfDist(Path dir) throws IOException {
+        Path from = dist();
+        Path to = dir.resolve("gatehouse-felix");
+        try (var walk = Files.walk(from)) {
+            for (Path p : (Iterable<Path>) walk::iterator) {
+                Path t = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) Files.createDirectories(t);
+                else Files.copy(p, t);
+            }
+        }
+        return to;
+    }
+
+    /** An extra JVM argument, after the defaults (a later {@code -D} of the same name wins). */
+    GatewayProcess jvm(String arg) {
+        jvmArgs.add(arg);
+        return this;
     }
 
     static Path dist() {
@@ -37,11 +65,12 @@ final class GatewayProcess implements AutoCloseable {
     }
 
     void start() throws IOException {
-        Path dist = dist();
+        Path dist = this.dist != null ? this.dist : dist();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-Dgatehouse.home=" + dist,
-                "-Dgatehouse.metrics.port=0",
-                "-cp", dist.resolve("bin/gatehouse-launcher.jar") + File.pathSeparator
+                "-Dgatehouse.metrics.port=0"));
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-cp", dist.resolve("bin/gatehouse-launcher.jar") + File.pathSeparator
                         + dist.resolve("bin/org.apache.felix.framework.jar"),
                 "io.gatehouse.launcher.Main", "run", config.toString(), "--data", data.toString(),
                 "--control", String.valueOf(controlPort)));

@@ -201,7 +201,7 @@ public final class SideBySide {
 
     public static List<GClassSpec<?>> gclasses(TrQueueFactoryImpl queues) {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
-                new ChannelGClass().spec(), new IoGateGClass().spec(), QIoGateGClass.spec(queues),
+                new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
     }
 

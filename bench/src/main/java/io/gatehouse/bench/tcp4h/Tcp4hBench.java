@@ -216,6 +216,7 @@ public final class Tcp4hBench {
         }
 
         static final GClassSpec<Server> SPEC = GClassSpec.builder("C_BENCH_SERVER", Server.class)
+            .description("test stand-in C_BENCH_SERVER (Server)")
                 .fsm(Fsm.<Server>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_MESSAGE, Server::acMessage).ignore(Ev.EV_ON_OPEN).ignore(Ev.EV_ON_CLOSE).build())
                 .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
@@ -287,6 +288,7 @@ public final class Tcp4hBench {
         }
 
         static final GClassSpec<Client> SPEC = GClassSpec.builder("C_BENCH_CLIENT", Client.class)
+            .description("test stand-in C_BENCH_CLIENT (Client)")
                 .fsm(Fsm.<Client>builder().state(St.ST_IDLE)
                         .on(Ev.EV_ON_OPEN, Client::acOpen).on(Ev.EV_ON_CLOSE, Client::acClose)
                         .on(Ev.EV_ON_MESSAGE, Client::acMessage).on(Ev.EV_TX_READY, Client::acTxReady).build())

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -10,6 +11,12 @@ import java.util.Objects;
  * One attribute of a gclass, declared once in the gclass's attribute table: name, type, default, flags and
  * description. A typed handle: {@code gobj.read(TIMEOUT_PAYLOAD)} answers a {@code Long}.
  *
+ * <p>Each attribute gets a slot in its gclass when the {@link GClassSpec} is built: a gobj keeps its values in
+ * arrays indexed by slot, so {@code gobj.readLong(A)} is an array load and a gclass reads its attributes where it
+ * needs them instead of copying them into fields. Numbers and booleans ({@link #isNumeric()}) live in a
+ * {@code long[]}, strings and JSON in an {@code Object[]}. An attribute belongs to the gclass that declares it
+ * (another gclass reads it by name, through {@link GObj#readAttr}).
+ *
  * @param <T> the Java type of the value: String, Long, Double, Boolean or JsonNode
  */
 public final class Attr<T> {
@@ -18,6 +25,9 @@ public final class Attr<T> {
     private final T defaultValue;
     private final int flags;
     private final String description;
+    /** Set once, when the first spec holding this attribute is built; -1 before. */
+    private int slot = -1;
+    private String gclass;
 
     private Attr(String name, AttrType type, T defaultValue, int flags, String description) {
         this.name = Objects.requireNonNull(name, "name");
@@ -33,6 +43,14 @@ public final class Attr<T> {
 
     public static Attr<Long> integer(String name, long def, int flags, String description) {
         return new Attr<>(name, AttrType.INTEGER, def, flags, description);
+    }
+
+    /**
+     * A counter: an integer the gclass increments with {@link GObj#inc} / {@link GObj#add}, starting at 0. It is a
+     * stats attribute whatever the flags say; give {@link AttrFlag#RSTATS} when {@code __reset__} may zero it.
+     */
+    public static Attr<Long> counter(String name, int flags, String description) {
+        return new Attr<>(name, AttrType.COUNTER, 0L, flags | AttrFlag.STATS, description);
     }
 
     public static Attr<Double> real(String name, double def, int flags, String description) {
@@ -59,6 +77,63 @@ public final class Attr<T> {
 
     public boolean is(int flag) { return AttrFlag.has(flags, flag); }
 
+    /** True for INTEGER, COUNTER, REAL and BOOLEAN: the value lives in the gobj's {@code long[]}. */
+    public boolean isNumeric() {
+        return type == AttrType.INTEGER || type == AttrType.COUNTER || type == AttrType.REAL || type == AttrType.BOOLEAN;
+    }
+
+    /** The slot given by the gclass that declares this attribute, or -1 when no spec holds it yet. */
+    public int slot() { return slot; }
+
+    /** The first gclass whose spec was built with this attribute, or null when no spec holds it yet. */
+    public String gclass() { return gclass; }
+
+    /**
+     * Called by {@link GClassSpec.Builder#build()}. Two gclasses may share an attribute (one behaviour serving two
+     * gclass names) only where it has the same slot in both: a slot is the attribute's for good.
+     */
+    synchronized void bind(String gclassName, int index) {
+        if (slot == index) return;
+        if (slot >= 0) {
+            throw new IllegalArgumentException("attribute '" + name + "' has slot " + slot + " in gclass " + gclass
+                    + " and would get slot " + index + " in " + gclassName
+                    + ": declare it in the same position, or declare a new Attr in " + gclassName + "'s own table");
+        }
+        gclass = gclassName;
+        slot = index;
+    }
+
+    // --- Values in the long[] of a gobj ---
+
+    /** The default as it is stored in a gobj's {@code long[]} (numeric attributes only). */
+    public long defaultBits() {
+        return toBits(defaultValue);
+    }
+
+    /** A value of this numeric attribute as stored in a {@code long[]}: longs as they are, doubles as raw bits. */
+    public long toBits(Object value) {
+        if (value == null) return 0;
+        switch (type) {
+            case INTEGER:
+            case COUNTER: return (Long) value;
+            case REAL: return Double.doubleToRawLongBits((Double) value);
+            case BOOLEAN: return ((Boolean) value) ? 1 : 0;
+            default: throw new IllegalStateException("attribute '" + name + "' is not numeric");
+        }
+    }
+
+    /** The boxed value of stored bits. */
+    @SuppressWarnings("unchecked")
+    public T fromBits(long bits) {
+        switch (type) {
+            case INTEGER:
+            case COUNTER: return (T) Long.valueOf(bits);
+            case REAL: return (T) Double.valueOf(Double.longBitsToDouble(bits));
+            case BOOLEAN: return (T) Boolean.valueOf(bits != 0);
+            default: throw new IllegalStateException("attribute '" + name + "' is not numeric");
+        }
+    }
+
     /** The default as JSON (a fresh copy for containers). */
     public JsonNode defaultJson() {
         return toJson(defaultValue);
@@ -72,7 +147,8 @@ public final class Attr<T> {
         }
         switch (type) {
             case STRING: return f.textNode((String) value);
-            case INTEGER: return f.numberNode((Long) value);
+            case INTEGER:
+            case COUNTER: return f.numberNode((Long) value);
             case REAL: return f.numberNode((Double) value);
             case BOOLEAN: return f.booleanNode((Boolean) value);
             default: return ((JsonNode) value).deepCopy();
@@ -98,6 +174,7 @@ public final class Attr<T> {
                 if (v.isNumber() || v.isBoolean()) return (T) v.asText();
                 throw bad(v);
             case INTEGER:
+            case COUNTER:
                 if (v.isIntegralNumber() && v.canConvertToLong()) return (T) Long.valueOf(v.asLong());
                 if (v.isNumber() && v.asDouble() == Math.rint(v.asDouble())) return (T) Long.valueOf((long) v.asDouble());
                 if (v.isBoolean()) return (T) Long.valueOf(v.asBoolean() ? 1 : 0);
@@ -142,7 +219,8 @@ public final class Attr<T> {
     private IllegalArgumentException bad(JsonNode v) {
         String shown = v.toString();
         if (shown.length() > 60) shown = shown.substring(0, 60) + "...";
-        return new IllegalArgumentException("attribute '" + name + "' must be " + type.name().toLowerCase()
+        String typeName = type == AttrType.COUNTER ? "integer" : type.name().toLowerCase();
+        return new IllegalArgumentException("attribute '" + name + "' must be " + typeName
                 + ", got " + v.getNodeType().name().toLowerCase() + " " + shown);
     }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 /** Attribute flags, as Yuneta's SDF_* flags. Combine with bitwise or. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 /** A scheduled timer. Cancelling twice, or after it fired, does nothing. */

@@ -1,8 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import java.util.List;
+import java.util.Objects;
 
-/** One row of a gclass's command table: name, aliases, parameters, description and handler. */
+/**
+ * One row of a gclass's command table (Yuneta's SDATACM2 rows): name, aliases, parameters, description and
+ * handler. Rows are declared in the spec with {@link GClassSpec.Builder#command}; {@code help} is generated from
+ * them.
+ */
 public final class CommandSpec<B> {
     private final String name;
     private final List<String> aliases;
@@ -11,19 +17,11 @@ public final class CommandSpec<B> {
     private final CommandHandler<B> handler;
 
     public CommandSpec(String name, List<String> aliases, List<Param> params, String description, CommandHandler<B> handler) {
-        this.name = name;
+        this.name = Objects.requireNonNull(name, "command name");
         this.aliases = aliases == null ? List.of() : List.copyOf(aliases);
         this.params = params == null ? List.of() : List.copyOf(params);
         this.description = description == null ? "" : description;
-        this.handler = handler;
-    }
-
-    public static <B> CommandSpec<B> of(String name, String description, CommandHandler<B> handler, Param... params) {
-        return new CommandSpec<>(name, List.of(), List.of(params), description, handler);
-    }
-
-    public CommandSpec<B> withAliases(String... aliases) {
-        return new CommandSpec<>(name, List.of(aliases), params, description, handler);
+        this.handler = Objects.requireNonNull(handler, "handler of command " + name);
     }
 
     public String name() { return name; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 /**
@@ -20,6 +21,12 @@ public final class Ev {
     public static final String EV_ON_IEV_MESSAGE = "EV_ON_IEV_MESSAGE";
     public static final String EV_ON_ID = "EV_ON_ID";
     public static final String EV_ON_ID_NAK = "EV_ON_ID_NAK";
+    /**
+     * Sent back to the sender of an EV_SEND_MESSAGE whose kw carried a {@link Kw#DURABLE} dict, once the message is
+     * stored durably, by a gclass that declares {@link GClassSpec.Builder#confirmsDurability()}; the kw is that
+     * dict. Never sent for a message that was refused or could not be stored.
+     */
+    public static final String EV_ON_DURABLE = "EV_ON_DURABLE";
 
     // --- Tube traffic (transport <-> protocol) ---
     public static final String EV_CONNECT = "EV_CONNECT";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 /** Gclass names. Bundles find each other by these names at run time, never by class. */

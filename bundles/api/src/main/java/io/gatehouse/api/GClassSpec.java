@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import java.util.ArrayList;
@@ -12,17 +13,22 @@ import java.util.function.Function;
 
 /**
  * Everything a gclass declares, once: name, attribute table, FSM, command table, trace levels, flags and the
- * factory of per-gobj behaviours.
+ * factory of per-gobj behaviours. It lives as {@code static final SPEC} in the gobj class, after the tables it
+ * names (see docs/CORE.md, "Adding a gclass"):
  *
  * <pre>{@code
- * GClassSpec.builder("C_PROT_TCP4H", ProtTcp4h.class)
+ * public static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder("C_PROT_TCP4H", ProtTcp4h.class)
  *     .description("4-byte big-endian length-prefixed messages")
  *     .attrs(URL, MAX_PKT_SIZE, TIMEOUT_PAYLOAD)
  *     .fsm(FSM)
- *     .traceLevels("traffic")
+ *     .traceLevel(TRACE_TRAFFIC, "Trace the frames read and written")
+ *     .command("view-frame", "The frame being read", ProtTcp4h::cmdViewFrame)
  *     .factory(ProtTcp4h::new)
  *     .build();
  * }</pre>
+ *
+ * <p>{@link Builder#build()} checks the table: every attribute, command, parameter and trace level has a
+ * description, and each attribute gets its slot (an attribute declared in another gclass's table is refused).
  */
 public final class GClassSpec<B extends GObjBehavior> {
 
@@ -37,12 +43,18 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final String name;
     private final String description;
     private final Map<String, Attr<?>> attrs;
+    private final Attr<?>[] attrsBySlot;
+    private final int numericSlots;
+    private final int objectSlots;
     private final Fsm<B> fsm;
     private final List<CommandSpec<B>> commands;
-    private final List<String> traceLevels;
+    private final Map<String, String> traceLevels;
     private final Set<String> unusedYunetaKeys;
     private final boolean manualStart;
     private final boolean playable;
+    private final boolean confirmsDurability;
+    private final Attr<Boolean> linkUp;
+    private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
     private final Function<GObj, B> factory;
 
@@ -52,16 +64,63 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.attrs = Collections.unmodifiableMap(new LinkedHashMap<>(b.attrs));
         this.fsm = Objects.requireNonNull(b.fsm, "fsm of " + b.name);
         this.commands = List.copyOf(b.commands);
-        this.traceLevels = List.copyOf(b.traceLevels);
+        this.traceLevels = Collections.unmodifiableMap(new LinkedHashMap<>(b.traceLevels));
         this.unusedYunetaKeys = Set.copyOf(b.unused);
         this.manualStart = b.manualStart;
         this.playable = b.playable;
+        this.confirmsDurability = b.confirmsDurability;
+        this.linkUp = b.linkUp;
+        this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
         this.factory = Objects.requireNonNull(b.factory, "factory of " + b.name);
+        int numeric = 0;
+        int objects = 0;
+        for (Attr<?> a : attrs.values()) {
+            if (a.isNumeric()) numeric++;
+            else objects++;
+        }
+        this.numericSlots = numeric;
+        this.objectSlots = objects;
+        this.attrsBySlot = new Attr<?>[attrs.size()];
+        int n = 0;
+        int o = 0;
+        for (Attr<?> a : attrs.values()) {
+            int slot = a.isNumeric() ? n++ : numeric + o++;
+            a.bind(name, slot);
+            attrsBySlot[slot] = a;
+        }
+    }
+
+    private GClassSpec(GClassSpec<B> other, Function<GObj, B> factory) {
+        this.name = other.name;
+        this.description = other.description;
+        this.attrs = other.attrs;
+        this.attrsBySlot = other.attrsBySlot;
+        this.numericSlots = other.numericSlots;
+        this.objectSlots = other.objectSlots;
+        this.fsm = other.fsm;
+        this.commands = other.commands;
+        this.traceLevels = other.traceLevels;
+        this.unusedYunetaKeys = other.unusedYunetaKeys;
+        this.manualStart = other.manualStart;
+        this.playable = other.playable;
+        this.confirmsDurability = other.confirmsDurability;
+        this.linkUp = other.linkUp;
+        this.stateVersion = other.stateVersion;
+        this.subscriptionModel = other.subscriptionModel;
+        this.factory = Objects.requireNonNull(factory, "factory of " + name);
     }
 
     public static <B extends GObjBehavior> Builder<B> builder(String name, Class<B> behaviorType) {
         return new Builder<>(name);
+    }
+
+    /**
+     * The same gclass with another behaviour factory, for a DS component that hands its gobjs a service it got
+     * injected ({@code QIoGate.SPEC.withFactory(g -> new QIoGate(g, queues))}).
+     */
+    public GClassSpec<B> withFactory(Function<GObj, B> f) {
+        return new GClassSpec<>(this, f);
     }
 
     public String name() { return name; }
@@ -69,14 +128,56 @@ public final class GClassSpec<B extends GObjBehavior> {
     /** Attributes by name, in declaration order. */
     public Map<String, Attr<?>> attrs() { return attrs; }
     public Attr<?> attr(String name) { return attrs.get(name); }
+
+    /** The attribute in a slot ({@link Attr#slot()}): numeric attributes first, then the others. */
+    public Attr<?> attrAt(int slot) { return attrsBySlot[slot]; }
+
+    /** How many attributes are numeric (their slots are 0 .. numericSlots-1). */
+    public int numericSlots() { return numericSlots; }
+
+    /** How many attributes are strings or JSON (slots numericSlots .. numericSlots+objectSlots-1). */
+    public int objectSlots() { return objectSlots; }
+
+    /** True when {@code a} is this gclass's own attribute (same object, in its slot). */
+    public boolean owns(Attr<?> a) {
+        int s = a.slot();
+        return s >= 0 && s < attrsBySlot.length && attrsBySlot[s] == a;
+    }
+
     public Fsm<B> fsm() { return fsm; }
     public List<CommandSpec<B>> commands() { return commands; }
-    public List<String> traceLevels() { return traceLevels; }
+
+    /** Trace levels, name to description, in declaration order. */
+    public Map<String, String> traceLevels() { return traceLevels; }
+
     /** Config keys Yuneta knows for this gclass that Gatehouse accepts and ignores (one info log). */
     public Set<String> unusedYunetaKeys() { return unusedYunetaKeys; }
     /** A manual-start gclass (C_TCP) is never started by a tree walk: its owner starts it. */
     public boolean manualStart() { return manualStart; }
     public boolean playable() { return playable; }
+
+    /**
+     * True when this gclass answers {@link Ev#EV_ON_DURABLE}: a message sent to it with a {@link Kw#DURABLE} dict
+     * is stored durably, and the sender then gets {@code EV_ON_DURABLE} with that dict as kw (see
+     * {@link Builder#confirmsDurability()}).
+     */
+    public boolean confirmsDurability() { return confirmsDurability; }
+
+    /**
+     * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
+     * broker), or null for a gclass that is not a link. Core counts the links that are up (the
+     * {@code connections} metric) without knowing the gclass.
+     */
+    public Attr<Boolean> linkUp() { return linkUp; }
+
+    /**
+     * The version of the state this gclass's behaviours export for a live upgrade
+     * ({@link GObjBehavior#onExport}); 0 when they do not hand their state over, and a live upgrade then rebuilds
+     * the services holding its gobjs. A revision that changes what it exports bumps it; its {@code onImport} says
+     * which older versions it still takes.
+     */
+    public int stateVersion() { return stateVersion; }
+
     public SubscriptionModel subscriptionModel() { return subscriptionModel; }
     public Function<GObj, B> factory() { return factory; }
 
@@ -98,10 +199,13 @@ public final class GClassSpec<B extends GObjBehavior> {
         private final Map<String, Attr<?>> attrs = new LinkedHashMap<>();
         private Fsm<B> fsm;
         private final List<CommandSpec<B>> commands = new ArrayList<>();
-        private final List<String> traceLevels = new ArrayList<>();
+        private final Map<String, String> traceLevels = new LinkedHashMap<>();
         private final Set<String> unused = new LinkedHashSet<>();
         private boolean manualStart;
         private boolean playable;
+        private boolean confirmsDurability;
+        private Attr<Boolean> linkUp;
+        private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
         private Function<GObj, B> factory;
 
@@ -111,6 +215,7 @@ public final class GClassSpec<B extends GObjBehavior> {
 
         public Builder<B> description(String d) { this.description = d; return this; }
 
+        /** The attribute table, in the order the gclass declares it. */
         public Builder<B> attrs(Attr<?>... list) {
             for (Attr<?> a : list) {
                 if (attrs.put(a.name(), a) != null) {
@@ -122,14 +227,30 @@ public final class GClassSpec<B extends GObjBehavior> {
 
         public Builder<B> fsm(Fsm<B> f) { this.fsm = f; return this; }
 
-        @SafeVarargs
-        public final Builder<B> commands(CommandSpec<B>... list) {
-            Collections.addAll(commands, list);
+        /** A row of the command table: {@code handler} is a method of the behaviour, {@code cmdX(kw, src)}. */
+        public Builder<B> command(String cmd, String help, CommandHandler<B> handler, Param... params) {
+            for (CommandSpec<B> c : commands) {
+                if (c.matches(cmd)) throw new IllegalArgumentException(name + ": command declared twice: " + cmd);
+            }
+            commands.add(new CommandSpec<>(cmd, List.of(), List.of(params), help, handler));
             return this;
         }
 
-        public Builder<B> traceLevels(String... levels) {
-            Collections.addAll(traceLevels, levels);
+        /** Aliases of the command declared last. */
+        public Builder<B> alias(String... aliases) {
+            if (commands.isEmpty()) throw new IllegalStateException(name + ": alias() before any command()");
+            CommandSpec<B> last = commands.remove(commands.size() - 1);
+            List<String> all = new ArrayList<>(last.aliases());
+            Collections.addAll(all, aliases);
+            commands.add(new CommandSpec<>(last.name(), all, last.params(), last.description(), last.handler()));
+            return this;
+        }
+
+        /** A trace level: {@code set-trace} and the config's {@code trace_levels} turn it on by name. */
+        public Builder<B> traceLevel(String level, String help) {
+            if (traceLevels.put(Objects.requireNonNull(level, "trace level"), help) != null) {
+                throw new IllegalArgumentException(name + ": trace level declared twice: " + level);
+            }
             return this;
         }
 
@@ -142,12 +263,57 @@ public final class GClassSpec<B extends GObjBehavior> {
 
         public Builder<B> playable() { this.playable = true; return this; }
 
+        /**
+         * This gclass answers durability: when it has stored a message whose kw carries a {@link Kw#DURABLE} dict
+         * (per its fsync policy), it sends {@link Ev#EV_ON_DURABLE} with that dict as kw to the gobj that sent it
+         * the message; a message it refuses (the send answered below 0) or cannot store never gets it. A gate that
+         * hands messages on to such children (C_MQIOGATE) declares it too and keeps the promise for them. The
+         * relay acks its producers on this event, whatever the output's gclass.
+         */
+        public Builder<B> confirmsDurability() { this.confirmsDurability = true; return this; }
+
+        /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
+        public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }
+
+        /** See {@link GClassSpec#stateVersion()}: at least 1 for a gclass whose behaviours hand their state over. */
+        public Builder<B> stateVersion(int v) {
+            if (v < 0) throw new IllegalArgumentException(name + ": stateVersion must be >= 0");
+            this.stateVersion = v;
+            return this;
+        }
+
         public Builder<B> subscriptionModel(SubscriptionModel m) { this.subscriptionModel = m; return this; }
 
         public Builder<B> factory(Function<GObj, B> f) { this.factory = f; return this; }
 
+        /**
+         * Checks the tables and gives each attribute its slot.
+         *
+         * @throws IllegalArgumentException for a missing description, a link attribute not in the table, or an
+         *                                  attribute already declared by another gclass
+         */
         public GClassSpec<B> build() {
+            if (description == null || description.isBlank()) throw missing("the gclass", name);
+            for (Attr<?> a : attrs.values()) {
+                if (a.description().isBlank()) throw missing("attribute", a.name());
+            }
+            for (CommandSpec<B> c : commands) {
+                if (c.description().isBlank()) throw missing("command", c.name());
+                for (Param p : c.params()) {
+                    if (p.description().isBlank()) throw missing("parameter", c.name() + " " + p.name());
+                }
+            }
+            for (Map.Entry<String, String> t : traceLevels.entrySet()) {
+                if (t.getValue() == null || t.getValue().isBlank()) throw missing("trace level", t.getKey());
+            }
+            if (linkUp != null && attrs.get(linkUp.name()) != linkUp) {
+                throw new IllegalArgumentException(name + ": linkUp attribute '" + linkUp.name() + "' is not in the table");
+            }
             return new GClassSpec<>(this);
+        }
+
+        private IllegalArgumentException missing(String what, String which) {
+            return new IllegalArgumentException(name + ": " + what + " '" + which + "' has no description");
         }
     }
 }

@@ -1,6 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
-/** Time as gclasses see it; tests inject a manual clock into the yuno. */
+/**
+ * Time as gclasses see it: the yuno's clock ({@link Yuno#clock()}). Core runs the gobj timers on it too, so a test
+ * that builds its yuno with a manual clock (the testkit's {@code ManualClock}) moves timers, ack timeouts, backoff
+ * and rate windows by advancing it, without sleeping. A gclass never reads {@code System.nanoTime()} for its own
+ * intervals.
+ */
 public interface GClock {
     /** Monotonic milliseconds, for intervals and rates. */
     long monotonicMillis();

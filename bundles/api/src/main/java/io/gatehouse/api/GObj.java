@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -133,25 +134,33 @@ public interface GObj {
 
     <T> T read(Attr<T> attr);
 
-    default long readLong(Attr<Long> attr) {
-        Long v = read(attr);
-        return v == null ? 0 : v;
-    }
+    /** An integer or counter attribute: an array load, no boxing. */
+    long readLong(Attr<Long> attr);
 
     default int readInt(Attr<Long> attr) {
         return (int) readLong(attr);
     }
 
-    default boolean readBool(Attr<Boolean> attr) {
-        Boolean v = read(attr);
-        return v != null && v;
-    }
+    boolean readBool(Attr<Boolean> attr);
+
+    double readReal(Attr<Double> attr);
 
     /** Writes a typed value. The {@code onWriting} hook is called; a persistent attribute is saved. */
     <T> void write(Attr<T> attr, T value);
 
     /** Sets a value without calling {@code onWriting} (the gclass updating its own stats or state). */
     <T> void set(Attr<T> attr, T value);
+
+    /** {@link #set} of an integer attribute without boxing. */
+    void setLong(Attr<Long> attr, long value);
+
+    void setBool(Attr<Boolean> attr, boolean value);
+
+    /** Adds one to a counter (or integer) attribute; every reader sees it at once. */
+    void inc(Attr<Long> counter);
+
+    /** Adds {@code n} to a counter (or integer) attribute. */
+    void add(Attr<Long> counter, long n);
 
     /** Reads an attribute by name as JSON; null if the gclass has no such attribute. */
     JsonNode readAttr(String name);
@@ -178,12 +187,16 @@ public interface GObj {
     /** The default stats parser's envelope: stats attributes of this gobj and its bottom chain. */
     ObjectNode defaultStats(String filter);
 
-    /** Runs a command of this gobj's gclass; a gclass without it proxies to the bottom. Answers an envelope. */
+    /** Runs a command of this gobj's gclass; a gclass without commands proxies to the bottom. Answers an envelope. */
     ObjectNode command(String command, ObjectNode kw, GObj src);
 
     // --- Timers ---
 
-    /** Sends {@code event} (with {@code kw}, may be null) to this gobj after {@code delayMs}, on the core thread. */
+    /**
+     * Sends {@code event} (with {@code kw}, may be null) to this gobj after {@code delayMs}, on the core thread.
+     * Timers run on the yuno's clock ({@link Yuno#clock()}): a test that gives the yuno a manual clock moves them
+     * by advancing it, without waiting.
+     */
     Cancellable setTimeout(long delayMs, String event, ObjectNode kw);
 
     /** Sends {@code event} every {@code periodMs} until cancelled or the gobj is destroyed. */

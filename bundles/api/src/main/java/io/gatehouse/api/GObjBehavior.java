@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -43,14 +44,56 @@ public interface GObjBehavior {
 
     /**
      * The attributes are about to be read from outside the gclass ({@link GObj#readAttr}, {@link GObj#attrsJson},
-     * the default stats). A gclass that counts in plain fields on its hot path, instead of a boxed attribute
-     * write per message, adds what it counted to the attributes now, so every reader sees exact values.
+     * the default stats). A gclass whose gauges are computed from its own state (a queue's size) sets them now.
+     * Counters need nothing here: {@link GObj#inc} writes the attribute itself.
      */
     default void onReadAttrs() {}
+
+    // --- Live upgrade (state handover) ---
+
+    /**
+     * Stop taking input: a live upgrade of this gclass's bundle has begun and the new revision is not there yet
+     * (a {@code Bundle.update()} in progress). Stop reading sockets ({@code setAutoRead(false)}) and anything else
+     * that makes work arrive on its own. Events sent to the gobj meanwhile are held by core, in order, and delivered
+     * to the behaviour that takes over. Not called when the new revision is already running (it then takes over in
+     * the same core-loop task, with nothing in between).
+     */
+    default void onSuspend() {}
+
+    /**
+     * The state of this gobj for the behaviour of another revision of its gclass, or null when it cannot be handed
+     * over (the gobj's service is then rebuilt from its config, as a restart would). Called on the core thread, in
+     * the task that hands over; the behaviour is dropped afterwards without {@code onStop} or {@code onDestroy}, so
+     * anything it holds (a socket, a buffer, a queue handle) either goes into the state or is released here. The
+     * state holds only api and third-party types: JSON, and references ({@link Kw#putRef}) to Netty channels and
+     * buffers, {@link io.gatehouse.api.queue.TrQueue} handles, gobjs. Deadlines are clock times
+     * ({@link GClock#monotonicMillis}). The gobj's attributes, FSM state, children, subscriptions and bottom stay in
+     * the gobj and need no exporting; its timers are cancelled right after this call.
+     */
+    default ObjectNode onExport() { return null; }
+
+    /**
+     * Takes over the state another revision exported ({@code stateVersion} is that revision's
+     * {@link GClassSpec#stateVersion()}), in the same core-loop task, after the factory made this behaviour and
+     * before any event reaches it: re-arm timers from the deadlines, take over sockets (replace the old revision's
+     * handler in the channel's pipeline), buffers and queue handles, and resume reading. Throw
+     * {@link IllegalArgumentException} for a state it cannot take: the gobj's service is then rebuilt from its config,
+     * and the reason is logged. What the state references is then released by core.
+     */
+    default void onImport(ObjectNode state, int stateVersion) {}
 
     /**
      * Own stats. Answer null to use the default parser (stats attributes of this gobj and its bottom chain in
      * an envelope). {@code src} tells who asks: a C_CHANNEL answers its bare counters to its parent.
      */
     default ObjectNode onStats(String filter, ObjectNode kw, GObj src) { return null; }
+
+    /**
+     * The message counters of a gclass that counts with a {@link RateWindow} (C_CHANNEL, C_IOGATE), or null.
+     * Readers that must not move the read-driven rate window of seeds/000 take {@link RateWindow#txMsgs()} and
+     * {@link RateWindow#rxMsgs()} from here and never call {@link RateWindow#read()}: core's {@code /metrics},
+     * its MBeans and the live page's sampler do, so only {@code stats} reads (a person's {@code stats-yuno}, a
+     * parent gate) close a window. The name is the accessor C_CHANNEL and C_IOGATE already had.
+     */
+    default RateWindow msgs() { return null; }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -75,7 +76,7 @@ public final class InputGates {
         if (gate == null || gate.isDestroyed()) return -1;
         // The connection may have closed since the message came (an ack waits for the fsync): a reply for a
         // closed channel goes nowhere, and the peer gets it again after its resend, so say nothing.
-        GObj channel = Kw.ref(temp, "channel_gobj", GObj.class);
+        GObj channel = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
         if (channel != null && (channel.isDestroyed() || !channel.acceptsEvent(Ev.EV_SEND_MESSAGE))) return -1;
         ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, 64);
         Kw.writeJson(json, out);
@@ -88,7 +89,7 @@ public final class InputGates {
     public static ObjectNode ack(ObjectNode mdTrq, int result) {
         ObjectNode answer = Kw.create();
         ObjectNode md = mdTrq.deepCopy();
-        md.put("result", result);
+        md.put(Kw.RESULT, result);
         answer.set(Kw.MD_TRQ, md);
         return answer;
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -33,9 +34,9 @@ public final class InputThreshold {
      * names neither; then unblocks if the pending amounts are under the limits again.
      */
     public void credit(ObjectNode kw, long maxMsgs, long maxBytes) {
-        if (kw != null && (kw.has("msgs") || kw.has("bytes"))) {
-            pendingMsgs = Math.max(0, pendingMsgs - Kw.getLong(kw, "msgs", 0));
-            pendingBytes = Math.max(0, pendingBytes - Kw.getLong(kw, "bytes", 0));
+        if (kw != null && (kw.has(Kw.CREDIT_MSGS) || kw.has(Kw.CREDIT_BYTES))) {
+            pendingMsgs = Math.max(0, pendingMsgs - Kw.getLong(kw, Kw.CREDIT_MSGS, 0));
+            pendingBytes = Math.max(0, pendingBytes - Kw.getLong(kw, Kw.CREDIT_BYTES, 0));
         } else {
             pendingMsgs = 0;
             pendingBytes = 0;

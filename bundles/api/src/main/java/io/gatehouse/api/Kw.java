@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 import com.fasterxml.jackson.core.JsonGenerator;
@@ -28,14 +29,64 @@ import java.util.Map;
  * gbuffer_get does.
  *
  * <p>Other references (a gobj in {@code __temp__.channel_gobj}) travel the same way and are never serialised.
+ * The keys below are the ones more than one bundle reads or writes: a gclass uses the constant, never the text.
  */
 public final class Kw {
     private Kw() {}
 
+    // --- Keys that cross bundles (each is documented here, once) ---
+
+    /** The binary payload of a message: a {@link ByteBuf} the kw owns (see the ownership rule above). */
     public static final String GBUFFER = "gbuffer";
+
+    /**
+     * Routing data of a message, never stored nor sent on the wire: a C_IOGATE puts the channel a message came from
+     * here ({@link #TEMP_CHANNEL}, {@link #TEMP_CHANNEL_GOBJ}), and a reply or ack sent down with the same
+     * {@code __temp__} goes out on that channel.
+     */
     public static final String TEMP = "__temp__";
+    /** In {@link #TEMP}: the name of the channel a message came from (a C_IOGATE child). */
+    public static final String TEMP_CHANNEL = "channel";
+    /** In {@link #TEMP}: a reference to that channel's gobj (faster and exact when several share a name). */
+    public static final String TEMP_CHANNEL_GOBJ = "channel_gobj";
+
+    /** Per-message override of a C_IOGATE's {@code send_type} (0 one, 1 all, 2 round robin). */
     public static final String SEND_TYPE = "__send_type__";
+
+    /**
+     * The queue protocol's metadata (Yuneta's): {@code {"__msg_rowid__": N, "__msg_t__": T, ...}} on a message a
+     * C_QIOGATE sends; the receiver acks with the same dict and {@value #RESULT} added inside it.
+     */
     public static final String MD_TRQ = "__md_trq__";
+    /** In an ack's {@link #MD_TRQ} (or at its top level): 0 accepted, negative refused (a nack, sent again later). */
+    public static final String RESULT = "result";
+
+    /** The inner event of EV_SEND_IEV / EV_ON_IEV_MESSAGE (an inter-event message), removed as it is delivered. */
+    public static final String IEV_EVENT = "__iev_event__";
+
+    /**
+     * On a message sent to a gclass that {@link GClassSpec#confirmsDurability() confirms durability}: a dict the
+     * sender wants back. Once the message is stored durably the receiver sends {@link Ev#EV_ON_DURABLE} to the
+     * sender with this dict as kw. It may hold references (the sender's own routing); it is never stored.
+     */
+    public static final String DURABLE = "__durable__";
+
+    /**
+     * On the EV_RX_DATA (or message) that crossed a seeds/001 input threshold: true. Reading has stopped until the
+     * consumer credits back with EV_RESUME_INPUT.
+     */
+    public static final String IS_BLOCKED = "is_blocked";
+    /** In EV_RESUME_INPUT: how many messages ({@value #CREDIT_MSGS}) and bytes ({@value #CREDIT_BYTES}) the consumer processed; absent = all. */
+    public static final String CREDIT_MSGS = "msgs";
+    /** See {@link #CREDIT_MSGS}. */
+    public static final String CREDIT_BYTES = "bytes";
+
+    /** In EV_CONNECTED / EV_ON_OPEN / EV_ON_CLOSE: the url of a client link. */
+    public static final String URL = "url";
+    /** In EV_CONNECTED / EV_ON_OPEN / EV_ON_CLOSE: the peer's ip:port. */
+    public static final String PEERNAME = "peername";
+    /** In EV_CONNECTED / EV_ON_OPEN / EV_ON_CLOSE: the local ip:port. */
+    public static final String SOCKNAME = "sockname";
 
     /** The shared mapper. Thread-safe. */
     public static final ObjectMapper MAPPER = new ObjectMapper();

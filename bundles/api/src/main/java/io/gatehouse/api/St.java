@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
 /** State names used by more than one gclass. Gclass-private states are plain strings in the gclass. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.channel;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -21,7 +22,8 @@ import io.netty.buffer.ByteBuf;
  * C_CHANNEL: turns a tube (protocol + transport, its bottom) into one endpoint that is open or closed, counts
  * the messages that go through it and computes their rates when its stats are read.
  *
- * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with the rate rule of seeds/000.
+ * <p>Port of {@code kernel/c/root-linux/src/c_channel.c} @6043415535bd, with rates computed when the stats are
+ * read, over the milliseconds since the previous read ({@link RateWindow}; docs/GATES.md, "Message rates").
  *
  * <pre>
  *   ST_CLOSED  --EV_ON_OPEN-->  ST_OPENED  --EV_ON_CLOSE-->  ST_CLOSED
@@ -51,9 +53,6 @@ public final class Channel implements GObjBehavior {
     static final String TRACE_CONNECTION = "connection";
     static final String TRACE_MESSAGES = "messages";
 
-    /** Key of the inner event of EV_SEND_IEV / EV_ON_IEV_MESSAGE. */
-    static final String IEV_EVENT = "__iev_event__";
-
     // --- FSM ---
 
     static final Fsm<Channel> FSM = Fsm.<Channel>builder()
@@ -79,13 +78,20 @@ public final class Channel implements GObjBehavior {
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
 
+    // --- Spec ---
+
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
             .description("One logical link over a protocol stack: open/closed, message counters and rates")
             .attrs(OPENED)
             .fsm(FSM)
-            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .traceLevel(TRACE_CONNECTION, "Trace the opening and closing of the channel, with the peer's address")
+            .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
+            .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();
 
@@ -126,7 +132,28 @@ public final class Channel implements GObjBehavior {
         return bottom.stats(filter, kw, gobj);
     }
 
+    /**
+     * A live upgrade: the rate window is all the channel holds besides what core keeps (the FSM state, which is
+     * open or closed, the {@code opened} attribute and the bottom), so the next read of its rates closes the window
+     * the old revision opened, at the same time and with the same counts.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("msgs", msgs.exportState());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_CHANNEL takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        msgs.importState(state.get("msgs"));
+    }
+
     /** The counters and rates as last computed, without reading (the window does not move). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }
@@ -136,8 +163,8 @@ public final class Channel implements GObjBehavior {
     private int acOnOpen(String event, ObjectNode kw, GObj src) {
         gobj.set(OPENED, true);
         if (gobj.isTraced(TRACE_CONNECTION)) {
-            Glog.info(gobj, "ON_OPEN", "peername", Kw.getString(kw, "peername", ""),
-                    "sockname", Kw.getString(kw, "sockname", ""));
+            Glog.info(gobj, "ON_OPEN", "peername", Kw.getString(kw, Kw.PEERNAME, ""),
+                    "sockname", Kw.getString(kw, Kw.SOCKNAME, ""));
         }
         return gobj.publish(Ev.EV_ON_OPEN, kw);
     }
@@ -145,8 +172,8 @@ public final class Channel implements GObjBehavior {
     private int acOnClose(String event, ObjectNode kw, GObj src) {
         gobj.set(OPENED, false);
         if (gobj.isTraced(TRACE_CONNECTION)) {
-            Glog.info(gobj, "ON_CLOSE", "peername", Kw.getString(kw, "peername", ""),
-                    "sockname", Kw.getString(kw, "sockname", ""));
+            Glog.info(gobj, "ON_CLOSE", "peername", Kw.getString(kw, Kw.PEERNAME, ""),
+                    "sockname", Kw.getString(kw, Kw.SOCKNAME, ""));
         }
         return gobj.publish(Ev.EV_ON_CLOSE, kw);
     }
@@ -181,9 +208,9 @@ public final class Channel implements GObjBehavior {
     }
 
     private int acSendIev(String event, ObjectNode kw, GObj src) {
-        JsonNode iev = kw.remove(IEV_EVENT);
+        JsonNode iev = kw.remove(Kw.IEV_EVENT);
         if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
-            Glog.error(gobj, "EV_SEND_IEV without " + IEV_EVENT);
+            Glog.error(gobj, "EV_SEND_IEV without " + Kw.IEV_EVENT);
             Kw.release(kw);
             return -1;
         }
@@ -210,8 +237,9 @@ public final class Channel implements GObjBehavior {
     }
 
     /**
-     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001 input thresholds): the consumer's credit goes down to the
-     * protocol or transport that reads the socket; a stack that has no thresholds ignores it. Closed: ignored.
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (input flow control): the consumer's credit goes down to the protocol or
+     * transport that reads the socket, which stops or resumes reading it; a stack that has no input thresholds
+     * ignores it. Closed: ignored.
      */
     private int acFlowControl(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();

@@ -1,15 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.channel;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassNames;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_CHANNEL gclass as a DS service; core creates the gobjs. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=" + GClassNames.C_CHANNEL)
-public final class ChannelGClass implements GClass {
-    @Override
-    public GClassSpec<?> spec() {
-        return Channel.SPEC;
+/** C_CHANNEL as a DS service. The gclass is declared in {@link Channel}. */
+@Component(service = GClass.class)
+public final class ChannelGClass extends GClassComponent {
+    public ChannelGClass() {
+        super(Channel.SPEC);
     }
 }

@@ -1,15 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.channel;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClock;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
-import io.gatehouse.core.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -20,7 +22,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -34,11 +35,7 @@ class ChannelTest {
             + "     {\"name\": \"tube\", \"gclass\": \"%s\", \"kw\": {\"peername\": \"127.0.0.1:9\", \"sockname\": \"127.0.0.1:7\"}}]}"
             + "]}]}";
 
-    private final AtomicLong now = new AtomicLong(1_000_000);
-    private final GClock clock = new GClock() {
-        @Override public long monotonicMillis() { return now.get(); }
-        @Override public long epochMillis() { return now.get(); }
-    };
+    private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg);
 
@@ -56,7 +53,7 @@ class ChannelTest {
     private void start(String tubeGclass) {
         if (rt != null) rt.close();
         rt = YunoRuntime.builder().name("chtest").clock(clock)
-                .gclass(Channel.SPEC, FakeTube.SPEC, FakeTube.SPEC_TX_ONLY)
+                .gclass(Channel.SPEC, FakeTube.SPEC, FakeTube.SPEC_TX_ONLY, Recorder.SPEC)
                 .config(String.format(CONFIG, tubeGclass)).build().start();
         up = (Recorder) rt.service("up").behavior();
         ch = rt.call(() -> rt.service("up").child("ch"));
@@ -177,20 +174,20 @@ class ChannelTest {
         rt.call(tube::open);
         statsAsParent("");                                   // t=0: opens the window
         for (int i = 0; i < 100; i++) rt.call(() -> tube.receive("m"));
-        now.addAndGet(2500);
+        clock.advance(2500);
         ObjectNode s = statsAsParent("");
         assertEquals(40, s.get("rxMsgsec").asLong());       // 100 * 1000 / 2500
         assertEquals(40, s.get("maxrxMsgsec").asLong());
         for (int i = 0; i < 10; i++) rt.call(() -> tube.receive("m"));
-        now.addAndGet(300);
+        clock.advance(300);
         assertEquals(40, statsAsParent("").get("rxMsgsec").asLong());   // < 1 s: unchanged, window kept
         for (int i = 0; i < 20; i++) rt.call(() -> tube.receive("m"));
-        now.addAndGet(1100);
+        clock.advance(1100);
         s = statsAsParent("");
         assertEquals(21, s.get("rxMsgsec").asLong());       // 30 * 1000 / 1400
         assertEquals(40, s.get("maxrxMsgsec").asLong());
         for (int i = 0; i < 19; i++) rt.call(() -> ch.send(Ev.EV_SEND_MESSAGE, gbufferKw("t"), null));
-        now.addAndGet(1900);
+        clock.advance(1900);
         s = statsAsParent("");
         assertEquals(10, s.get("txMsgsec").asLong());       // 19 / 1.9 s
         assertEquals(0, s.get("rxMsgsec").asLong());

@@ -189,7 +189,25 @@ public final class ControlServer implements AutoCloseable {
                 return;
             }
             JsonNode kw = req.get("kw");
-            write(localCommand(command, kw instanceof ObjectNode ? (ObjectNode) kw : null));
+            ObjectNode params = kw instanceof ObjectNode ? (ObjectNode) kw : null;
+            if (externalCommand(command, params)) return;
+            write(localCommand(command, params));
+        }
+
+        /** A container command (update-bundle) runs off the loop; its answer is written when it comes. */
+        private boolean externalCommand(String line, ObjectNode kw) {
+            CommandLine cl;
+            try {
+                cl = CommandLine.parse(line);
+            } catch (IllegalArgumentException e) {
+                return false;
+            }
+            YunoRuntime.ExternalCommand ext = runtime.externalCommand(cl.command);
+            if (ext == null) return false;
+            if (kw != null) cl.kw.setAll(kw);
+            ext.run(cl.kw).whenComplete((answer, error) -> ctx.executor().execute(() -> write(error == null ? answer
+                    : Envelope.error("command '" + cl.command + "' failed: " + error))));
+            return true;
         }
 
         private ObjectNode localCommand(String line, ObjectNode kw) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.core;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -20,28 +21,27 @@ import io.gatehouse.api.Param;
 import io.gatehouse.api.Yuno;
 import io.netty.buffer.ByteBuf;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
  * The gobj: a node of a yuno's tree running the FSM of its gclass. Single-threaded by design: every method
- * runs on the yuno's core thread, so nothing here is locked.
+ * runs on the yuno's core thread. Subscription changes still take the gobj's lock: the array is copy on write,
+ * and a change made off the core thread by mistake must not lose another one.
  */
 final class GObjImpl implements GObj {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
     private final YunoImpl yuno;
-    private final GClassSpec<GObjBehavior> spec;
-    private final Fsm<GObjBehavior> fsm;
+    /** The gclass revision this gobj runs; a live upgrade hands the gobj to another one ({@link #handOver}). */
+    private GClassSpec<GObjBehavior> spec;
+    private Fsm<GObjBehavior> fsm;
     private final String name;
     private final GObjImpl parent;
     private final boolean service;
@@ -59,11 +59,44 @@ final class GObjImpl implements GObj {
     private volatile Subscription[] subscriptions = NO_SUBSCRIPTIONS;
     /** Publishers this gobj subscribed to, so destroy can undo them. */
     private final List<GObjImpl> subscribedTo = new ArrayList<>(1);
-    private final Map<String, Object> values = new HashMap<>();
+    /**
+     * Attribute values by slot ({@link Attr#slot()}): numbers and booleans as bits in {@code nums}, strings and
+     * JSON in {@code refs} (at slot - numericSlots). A gclass reads them where it needs them, an array load, so it
+     * keeps no copies in fields.
+     */
+    private long[] nums;
+    private Object[] refs;
+    private Attr<?>[] attrTable;
+    private int numericSlots;
     private final Set<String> traces = new HashSet<>(2);
-    private final List<ScheduledFuture<?>> timers = new ArrayList<>(1);
+    private final List<Cancellable> timers = new ArrayList<>(1);
 
     private GObjBehavior behavior;
+    /**
+     * Set while a live upgrade waits for the new revision of this gobj's gclass: events sent to the gobj are held
+     * in {@link #held}, in order, for the behaviour that takes over.
+     */
+    private boolean suspended;
+    private ArrayDeque<Held> held;
+
+    /** An event sent to a suspended gobj. */
+    private static final class Held {
+        final String event;
+        final ObjectNode kw;
+        final GObj src;
+
+        Held(String event, ObjectNode kw, GObj src) {
+            this.event = event;
+            this.kw = kw;
+            this.src = src;
+        }
+    }
+
+    /**
+     * Most events held for one suspended gobj. Whatever sends to it (a relay forwarding producers' messages) gets
+     * -1 beyond it, as from a full queue, so a slow upgrade costs retries, not memory.
+     */
+    static final int MAX_HELD_EVENTS = 100_000;
     private GObj bottom;
     private String state;
     /** The FSM rows of {@link #state}, kept with it: send looks an event up once instead of state then event. */
@@ -86,14 +119,50 @@ final class GObjImpl implements GObj {
         this.pureChild = pureChild;
         this.configNode = configNode;
         setState(fsm.initialState());
+        this.numericSlots = spec.numericSlots();
+        this.nums = new long[numericSlots];
+        this.refs = new Object[spec.objectSlots()];
+        this.attrTable = new Attr<?>[numericSlots + spec.objectSlots()];
         for (Attr<?> a : spec.attrs().values()) {
-            values.put(a.name(), defaultOf(a));
+            attrTable[a.slot()] = a;
+            reset(a);
         }
     }
 
     private static Object defaultOf(Attr<?> a) {
         Object d = a.defaultValue();
         return d instanceof JsonNode ? ((JsonNode) d).deepCopy() : d;
+    }
+
+    private void reset(Attr<?> a) {
+        if (a.isNumeric()) nums[a.slot()] = a.defaultBits();
+        else refs[a.slot() - numericSlots] = defaultOf(a);
+    }
+
+    /** The boxed value of this gclass's own attribute. */
+    private Object valueOf(Attr<?> a) {
+        int s = a.slot();
+        return a.isNumeric() ? a.fromBits(nums[s]) : refs[s - numericSlots];
+    }
+
+    private void store(Attr<?> a, Object value) {
+        int s = a.slot();
+        if (a.isNumeric()) nums[s] = a.toBits(value);
+        else refs[s - numericSlots] = value;
+    }
+
+    /**
+     * {@code a} itself when it is this gclass's attribute (the usual case, two loads and a compare), else this
+     * gclass's attribute of the same name (a test or another bundle holding its own handle), else an error.
+     */
+    private Attr<?> own(Attr<?> a) {
+        int s = a.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == a) return a;
+        Attr<?> byName = spec.attr(a.name());
+        if (byName == null || byName.type() != a.type()) {
+            throw new IllegalArgumentException("attribute '" + a.name() + "' unknown in gclass " + spec.name());
+        }
+        return byName;
     }
 
     // --- Creation steps, called by YunoImpl ---
@@ -108,21 +177,21 @@ final class GObjImpl implements GObj {
             if (k.equals("subscriber")) continue;
             Attr<?> a = spec.attr(k);
             if (a == null) {
-                if (spec.unusedYunetaKeys().contains(k) || YunoImpl.GENERIC_UNUSED_KEYS.contains(k)) {
+                if (spec.unusedYunetaKeys().contains(k) || ConfigReader.GENERIC_UNUSED_KEYS.contains(k)) {
                     yuno.infoUnusedOnce(this, k);
                     continue;
                 }
                 throw new ConfigException(path, "attribute '" + k + "' unknown in gclass " + spec.name());
             }
             try {
-                values.put(k, a.fromJson(e.getValue()));
+                store(a, a.fromJson(e.getValue()));
             } catch (IllegalArgumentException ex) {
                 throw new ConfigException(path, ex.getMessage());
             }
         }
         for (Attr<?> a : spec.attrs().values()) {
             if (a.is(AttrFlag.REQUIRED)) {
-                Object v = values.get(a.name());
+                Object v = valueOf(a);
                 if (v == null || (v instanceof String && ((String) v).isEmpty())) {
                     throw new ConfigException(path, "attribute '" + a.name() + "' of " + spec.name() + " is required");
                 }
@@ -139,7 +208,7 @@ final class GObjImpl implements GObj {
             Attr<?> a = spec.attr(e.getKey());
             if (a == null || !a.is(AttrFlag.PERSIST)) continue;
             try {
-                values.put(a.name(), a.fromJson(e.getValue()));
+                store(a, a.fromJson(e.getValue()));
             } catch (IllegalArgumentException ex) {
                 Glog.warn(this, "Persistent attribute ignored", "attr", a.name(), "error", ex.getMessage());
             }
@@ -347,6 +416,7 @@ final class GObjImpl implements GObj {
         if (running) stop();
         for (GObj c : children()) c.destroy();
         destroyed = true;
+        dropHeld();
         cancelTimers();
         try {
             if (behavior != null) behavior.onDestroy();
@@ -360,6 +430,121 @@ final class GObjImpl implements GObj {
         yuno.forget(this);
     }
 
+    // --- Live upgrade ---
+
+    /** Holds the gobj's input for the revision to come: the behaviour stops reading, events wait in order. */
+    void suspend() {
+        if (suspended || destroyed) return;
+        suspended = true;
+        held = new ArrayDeque<>();
+        try {
+            behavior.onSuspend();
+        } catch (RuntimeException e) {
+            Glog.error(this, "onSuspend failed", "error", String.valueOf(e));
+        }
+    }
+
+    boolean isSuspended() {
+        return suspended;
+    }
+
+    private int hold(String event, ObjectNode kw, GObj src) {
+        if (held.size() >= MAX_HELD_EVENTS) {
+            if (held.size() == MAX_HELD_EVENTS) {
+                Glog.error(this, "Upgrade: too many events held, refusing more until it ends", "held", held.size());
+                held.add(new Held(null, null, null));   // marks that the refusal was said
+            }
+            Kw.release(kw);
+            return -1;
+        }
+        held.add(new Held(event, kw, src));
+        return 0;
+    }
+
+    /** Events held while suspended, delivered in order to the behaviour now in place. */
+    void resumeHeld() {
+        ArrayDeque<Held> h = held;
+        held = null;
+        suspended = false;
+        if (h == null) return;
+        for (Held e; (e = h.poll()) != null; ) {
+            if (e.event != null) send(e.event, e.kw, e.src);
+        }
+    }
+
+    /** Gives the held events back unsent (the gobj is destroyed instead of handed over). */
+    void dropHeld() {
+        ArrayDeque<Held> h = held;
+        held = null;
+        suspended = false;
+        if (h != null) for (Held e; (e = h.poll()) != null; ) Kw.release(e.kw);
+    }
+
+    /**
+     * First step of a handover: the old behaviour's state, or an exception saying why it cannot be handed over to
+     * {@code to}. Nothing changes in the gobj yet.
+     */
+    @SuppressWarnings("unchecked")
+    ObjectNode exportFor(GClassSpec<?> to) {
+        if (spec.stateVersion() == 0) {
+            throw new IllegalStateException(spec.name() + " of this revision does not hand its state over");
+        }
+        if (to.stateVersion() == 0) {
+            throw new IllegalStateException("the new revision of " + spec.name() + " does not take state over");
+        }
+        if (!to.fsm().hasState(state)) {
+            throw new IllegalStateException("state " + state + " unknown in the new revision");
+        }
+        ObjectNode exported;
+        try {
+            exported = behavior.onExport();
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("onExport failed: " + e, e);
+        }
+        if (exported == null) throw new IllegalStateException("the old revision gave no state");
+        return exported;
+    }
+
+    /**
+     * Second step: the gobj runs {@code to} from now on. Attributes keep their values by name (a new attribute
+     * gets its default, a dropped one is gone), the FSM state by name, the old behaviour's timers are cancelled and
+     * a behaviour of the new revision is made; it takes the state in {@link #importState}.
+     */
+    @SuppressWarnings("unchecked")
+    void swapTo(GClassSpec<?> to) {
+        GClassSpec<GObjBehavior> next = (GClassSpec<GObjBehavior>) to;
+        cancelTimers();
+        long[] nextNums = new long[next.numericSlots()];
+        Object[] nextRefs = new Object[next.objectSlots()];
+        Attr<?>[] nextTable = new Attr<?>[next.numericSlots() + next.objectSlots()];
+        for (Attr<?> a : next.attrs().values()) {
+            nextTable[a.slot()] = a;
+            Attr<?> old = spec.attr(a.name());
+            boolean keep = old != null && old.type() == a.type();
+            if (a.isNumeric()) {
+                nextNums[a.slot()] = keep ? nums[old.slot()] : a.defaultBits();
+            } else {
+                nextRefs[a.slot() - next.numericSlots()] = keep ? refs[old.slot() - numericSlots] : defaultOf(a);
+            }
+        }
+        for (String level : new ArrayList<>(traces)) {
+            if (!TRACE_MACHINE.equals(level) && !next.traceLevels().containsKey(level)) traces.remove(level);
+        }
+        spec = next;
+        fsm = next.fsm();
+        nums = nextNums;
+        refs = nextRefs;
+        attrTable = nextTable;
+        numericSlots = next.numericSlots();
+        setState(state);
+        behavior = next.factory().apply(this);
+    }
+
+    /** Last step: the new behaviour takes the state; an IllegalArgumentException says it cannot. */
+    void importState(ObjectNode exported, int fromVersion) {
+        behavior.onImport(exported, fromVersion);
+    }
+
     // --- Events ---
 
     @Override public String state() { return state; }
@@ -370,7 +555,7 @@ final class GObjImpl implements GObj {
             Glog.error(this, "State NOT FOUND", "state", st);
             return;
         }
-        if (traces.contains("machine")) Glog.info(this, "state change", "from", state, "to", st);
+        if (traces.contains(TRACE_MACHINE)) Glog.info(this, "state change", "from", state, "to", st);
         setState(st);
     }
 
@@ -390,6 +575,7 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
+        if (suspended) return hold(event, kw, src);
         Fsm.Transition<GObjBehavior> t = rows.get(event);
         if (t == null) {
             Glog.error(this, "Event NOT DEFINED in state", "state", state, "event", event,
@@ -397,7 +583,7 @@ final class GObjImpl implements GObj {
             Kw.release(kw);
             return -1;
         }
-        if (!traces.isEmpty() && traces.contains("machine")) {
+        if (!traces.isEmpty() && traces.contains(TRACE_MACHINE)) {
             Glog.info(this, "event", "state", state, "event", event, "src", src == null ? "" : src.shortName());
         }
         if (t.next() != null) setState(t.next());
@@ -501,26 +687,65 @@ final class GObjImpl implements GObj {
     @Override
     @SuppressWarnings("unchecked")
     public <T> T read(Attr<T> attr) {
-        Object v = values.get(attr.name());
-        if (v == null && !values.containsKey(attr.name())) {
-            throw new IllegalArgumentException("attribute '" + attr.name() + "' unknown in gclass " + spec.name());
-        }
-        return (T) v;
+        return (T) valueOf(own(attr));
+    }
+
+    @Override
+    public long readLong(Attr<Long> attr) {
+        int s = attr.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == attr) return nums[s];
+        return nums[own(attr).slot()];
+    }
+
+    @Override
+    public boolean readBool(Attr<Boolean> attr) {
+        int s = attr.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == attr) return nums[s] != 0;
+        return nums[own(attr).slot()] != 0;
+    }
+
+    @Override
+    public double readReal(Attr<Double> attr) {
+        return Double.longBitsToDouble(nums[own(attr).slot()]);
     }
 
     @Override
     public <T> void write(Attr<T> attr, T value) {
-        Object previous = values.get(attr.name());
-        set(attr, value);
-        notifyWriting(attr, previous);
+        Attr<?> a = own(attr);
+        Object previous = valueOf(a);
+        store(a, value);
+        notifyWriting(a, previous);
     }
 
     @Override
     public <T> void set(Attr<T> attr, T value) {
-        if (!values.containsKey(attr.name())) {
-            throw new IllegalArgumentException("attribute '" + attr.name() + "' unknown in gclass " + spec.name());
-        }
-        values.put(attr.name(), value);
+        store(own(attr), value);
+    }
+
+    @Override
+    public void setLong(Attr<Long> attr, long value) {
+        int s = attr.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == attr) nums[s] = value;
+        else nums[own(attr).slot()] = value;
+    }
+
+    @Override
+    public void setBool(Attr<Boolean> attr, boolean value) {
+        nums[own(attr).slot()] = value ? 1 : 0;
+    }
+
+    @Override
+    public void inc(Attr<Long> counter) {
+        int s = counter.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == counter) nums[s]++;
+        else nums[own(counter).slot()]++;
+    }
+
+    @Override
+    public void add(Attr<Long> counter, long n) {
+        int s = counter.slot();
+        if (s >= 0 && s < attrTable.length && attrTable[s] == counter) nums[s] += n;
+        else nums[own(counter).slot()] += n;
     }
 
     /** Tells the gclass; a refusal (IllegalArgumentException) puts {@code previous} back and goes to the writer. */
@@ -529,7 +754,7 @@ final class GObjImpl implements GObj {
             try {
                 behavior.onWriting(attr.name());
             } catch (IllegalArgumentException e) {
-                values.put(attr.name(), previous);
+                store(attr, previous);
                 Glog.error(this, "Attribute value refused", "attr", attr.name(), "error", String.valueOf(e.getMessage()));
                 throw e;
             } catch (RuntimeException e) {
@@ -539,8 +764,8 @@ final class GObjImpl implements GObj {
         if (attr.is(AttrFlag.PERSIST)) yuno.savePersistent(this);
     }
 
-    /** Lets the behaviour put what it counts in fields into the attributes before they are read from outside. */
-    private void syncAttrs() {
+    /** Lets the behaviour set its computed gauges before the attributes are read from outside. */
+    void syncAttrs() {
         if (behavior == null || destroyed) return;
         try {
             behavior.onReadAttrs();
@@ -553,7 +778,7 @@ final class GObjImpl implements GObj {
     public JsonNode readAttr(String attrName) {
         syncAttrs();
         Attr<?> a = spec.attr(attrName);
-        return a == null ? null : a.toJson(values.get(attrName));
+        return a == null ? null : a.toJson(valueOf(a));
     }
 
     @Override
@@ -561,8 +786,8 @@ final class GObjImpl implements GObj {
         Attr<?> a = spec.attr(attrName);
         if (a == null) throw new IllegalArgumentException("attribute '" + attrName + "' unknown in gclass " + spec.name());
         if (!a.is(AttrFlag.WR)) throw new IllegalArgumentException("attribute '" + attrName + "' is not writable");
-        Object previous = values.get(attrName);
-        values.put(attrName, a.fromJson(value));
+        Object previous = valueOf(a);
+        store(a, a.fromJson(value));
         notifyWriting(a, previous);
     }
 
@@ -570,7 +795,7 @@ final class GObjImpl implements GObj {
     public ObjectNode attrsJson() {
         syncAttrs();
         ObjectNode o = F.objectNode();
-        for (Attr<?> a : spec.attrs().values()) o.set(a.name(), a.toJson(values.get(a.name())));
+        for (Attr<?> a : spec.attrs().values()) o.set(a.name(), a.toJson(valueOf(a)));
         return o;
     }
 
@@ -578,7 +803,7 @@ final class GObjImpl implements GObj {
     ObjectNode persistentJson() {
         ObjectNode o = F.objectNode();
         for (Attr<?> a : spec.attrs().values()) {
-            if (a.is(AttrFlag.PERSIST)) o.set(a.name(), a.toJson(values.get(a.name())));
+            if (a.is(AttrFlag.PERSIST)) o.set(a.name(), a.toJson(valueOf(a)));
         }
         return o;
     }
@@ -586,7 +811,7 @@ final class GObjImpl implements GObj {
     @Override
     public void resetVolatiles() {
         for (Attr<?> a : spec.attrs().values()) {
-            if (a.is(AttrFlag.VOLATILE)) values.put(a.name(), defaultOf(a));
+            if (a.is(AttrFlag.VOLATILE)) reset(a);
         }
     }
 
@@ -615,10 +840,10 @@ final class GObjImpl implements GObj {
             gi.syncAttrs();
             for (Attr<?> a : gi.spec.attrs().values()) {
                 if (!a.is(AttrFlag.STATS)) continue;
-                if (reset && a.is(AttrFlag.RSTATS)) gi.values.put(a.name(), defaultOf(a));
+                if (reset && a.is(AttrFlag.RSTATS)) gi.reset(a);
                 if (data.has(a.name())) continue;
                 if (!reset && filter != null && !filter.isEmpty() && !statsNameMatches(filter, a.name())) continue;
-                JsonNode v = a.toJson(gi.values.get(a.name()));
+                JsonNode v = a.toJson(gi.valueOf(a));
                 if (a.type() == AttrType.BOOLEAN) v = F.numberNode(v.asBoolean() ? 1 : 0);
                 data.set(a.name(), v);
             }
@@ -664,7 +889,7 @@ final class GObjImpl implements GObj {
             }
         }
         try {
-            ObjectNode r = c.handler().run(behavior, cmd, params, src);
+            ObjectNode r = c.handler().run(behavior, params, src);
             return r == null ? Envelope.ok(null) : r;
         } catch (RuntimeException e) {
             Glog.error(this, "Command failed", "command", cmd, "error", String.valueOf(e));
@@ -674,7 +899,8 @@ final class GObjImpl implements GObj {
 
     private static JsonNode convertParam(Param p, JsonNode v) {
         switch (p.type()) {
-            case INTEGER: return F.numberNode(Attr.integer(p.name(), 0, 0, "").fromJson(v));
+            case INTEGER:
+            case COUNTER: return F.numberNode(Attr.integer(p.name(), 0, 0, "").fromJson(v));
             case REAL: return F.numberNode(Attr.real(p.name(), 0, 0, "").fromJson(v));
             case BOOLEAN: return F.booleanNode(Attr.bool(p.name(), false, 0, "").fromJson(v));
             case STRING: return F.textNode(v.isTextual() ? v.asText() : v.toString());
@@ -702,15 +928,21 @@ final class GObjImpl implements GObj {
 
     @Override
     public Cancellable setTimeout(long delayMs, String event, ObjectNode kw) {
-        ScheduledFuture<?>[] holder = new ScheduledFuture<?>[1];
-        holder[0] = yuno.eventLoop().schedule(() -> {
+        Cancellable[] holder = new Cancellable[1];
+        boolean[] fired = new boolean[1];
+        holder[0] = yuno.timers().schedule(Math.max(0, delayMs), () -> {
+            fired[0] = true;
             timers.remove(holder[0]);
             if (!destroyed) send(event, kw, this);
             else Kw.release(kw);
-        }, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        });
         timers.add(holder[0]);
         return () -> {
-            if (holder[0].cancel(false)) Kw.release(kw);
+            if (!fired[0]) {
+                fired[0] = true;
+                holder[0].cancel();
+                Kw.release(kw);
+            }
             timers.remove(holder[0]);
         };
     }
@@ -718,7 +950,7 @@ final class GObjImpl implements GObj {
     @Override
     public Cancellable setPeriodic(long periodMs, String event) {
         long p = Math.max(1, periodMs);
-        ScheduledFuture<?> f = yuno.eventLoop().scheduleAtFixedRate(() -> {
+        Cancellable c = yuno.timers().schedulePeriodic(p, () -> {
             // A periodic task that throws is never run again by the executor: nothing may escape from it.
             try {
                 if (!destroyed) send(event, null, this);
@@ -727,25 +959,38 @@ final class GObjImpl implements GObj {
                 if (e instanceof VirtualMachineError && !(e instanceof InternalError)
                         && !(e instanceof StackOverflowError)) throw (Error) e;
             }
-        }, p, p, TimeUnit.MILLISECONDS);
-        timers.add(f);
+        });
+        timers.add(c);
         return () -> {
-            f.cancel(false);
-            timers.remove(f);
+            c.cancel();
+            timers.remove(c);
         };
     }
 
     private void cancelTimers() {
-        for (ScheduledFuture<?> f : new ArrayList<>(timers)) f.cancel(false);
+        for (Cancellable c : new ArrayList<>(timers)) c.cancel();
         timers.clear();
     }
 
     // --- Trace ---
 
-    @Override public boolean isTraced(String level) { return traces.contains(level); }
+    /** On the hot path of every gclass: an empty set (the usual case) answers without hashing. */
+    @Override public boolean isTraced(String level) { return !traces.isEmpty() && traces.contains(level); }
 
+    /** The level core itself traces for every gclass: events and state changes. */
+    static final String TRACE_MACHINE = "machine";
+
+    /**
+     * @throws IllegalArgumentException for a level the gclass does not declare (a typo would otherwise trace
+     *                                  nothing, silently)
+     */
     @Override
     public void setTrace(String level, boolean on) {
+        if (!TRACE_MACHINE.equals(level) && !spec.traceLevels().containsKey(level)) {
+            throw new IllegalArgumentException("trace level '" + level + "' unknown in gclass " + spec.name()
+                    + "; known: " + TRACE_MACHINE + (spec.traceLevels().isEmpty() ? "" : ", "
+                    + String.join(", ", spec.traceLevels().keySet())));
+        }
         if (on) traces.add(level);
         else traces.remove(level);
     }

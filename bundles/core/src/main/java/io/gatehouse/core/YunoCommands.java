@@ -29,6 +29,8 @@ final class YunoCommands {
     private final YunoImpl yuno;
     private final Map<String, Cmd> table = new TreeMap<>();
     private final Map<String, String> help = new TreeMap<>();
+    /** Commands that run off the core thread (they wait for the core loop), added by the container. */
+    private final Map<String, YunoRuntime.ExternalCommand> external = new java.util.concurrent.ConcurrentHashMap<>();
 
     YunoCommands(YunoImpl yuno) {
         this.yuno = yuno;
@@ -51,9 +53,24 @@ final class YunoCommands {
         help.put(name, description);
     }
 
+    void addExternal(String name, String description, YunoRuntime.ExternalCommand cmd) {
+        external.put(name, cmd);
+        synchronized (help) {
+            help.put(name, description);
+        }
+    }
+
+    YunoRuntime.ExternalCommand external(String name) {
+        return external.get(name);
+    }
+
     ObjectNode run(String command, ObjectNode kw) {
         Cmd c = table.get(command);
         if (c != null) return c.run(kw);
+        if (external.containsKey(command)) {
+            return Envelope.error("command '" + command + "' runs off the core thread: ask through the control "
+                    + "endpoint or YunoRuntime.command");
+        }
         String service = Kw.getString(kw, "service", "");
         if (!service.isEmpty()) {
             GObj g = target(kw);
@@ -82,8 +99,10 @@ final class YunoCommands {
             return g == null ? unknownService(kw) : g.command("help", F.objectNode(), null);
         }
         ArrayNode lines = F.arrayNode();
-        help.forEach((k, v) -> lines.add(k + ": " + v));
-        return Envelope.ok(yuno.role() + "^" + yuno.name() + ": " + help.size() + " commands", lines);
+        synchronized (help) {
+            help.forEach((k, v) -> lines.add(k + ": " + v));
+        }
+        return Envelope.ok(yuno.role() + "^" + yuno.name() + ": " + lines.size() + " commands", lines);
     }
 
     private ObjectNode statsYuno(ObjectNode kw) {
@@ -141,7 +160,7 @@ final class YunoCommands {
 
     private ObjectNode listServices(ObjectNode kw) {
         ArrayNode out = F.arrayNode();
-        for (YunoImpl.ServiceNode sn : yuno.serviceNodes()) {
+        for (ServiceNode sn : yuno.serviceNodes()) {
             ObjectNode o = out.addObject();
             o.put("service", sn.name);
             o.put("gclass", Kw.getString(sn.node, "gclass", ""));
@@ -183,7 +202,11 @@ final class YunoCommands {
         if (g == null) return unknownService(kw);
         String level = Kw.getString(kw, "level", "");
         if (level.isEmpty()) return Envelope.error("trace needs level=LEVEL");
-        g.setTrace(level, on);
+        try {
+            g.setTrace(level, on);
+        } catch (IllegalArgumentException e) {
+            return Envelope.error(e.getMessage());
+        }
         ObjectNode data = F.objectNode();
         data.put("gobj", g.shortName());
         data.put("level", level);

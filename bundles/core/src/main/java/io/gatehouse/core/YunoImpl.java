@@ -1,14 +1,10 @@
 package io.gatehouse.core;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
-import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
@@ -24,22 +20,19 @@ import io.netty.channel.EventLoopGroup;
 
 import java.io.IOException;
 import java.net.InetAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A yuno: the gclass registry it builds from, the gobj tree built from a Yuneta config, its services and
@@ -48,18 +41,6 @@ import java.util.concurrent.ConcurrentHashMap;
 final class YunoImpl implements Yuno {
     static final boolean DEBUG_EXCEPTIONS = Boolean.getBoolean("gatehouse.debug");
 
-    /** Yuneta keys any gclass may carry that have no meaning here (pointers, legacy). */
-    static final Set<String> GENERIC_UNUSED_KEYS = Set.of("user_data", "user_data2", "persistent_channels");
-
-    /** Node keys of the config tree; everything else at node level is an error. */
-    private static final Set<String> NODE_KEYS = Set.of("name", "gclass", "kw", "children", "zchilds",
-            "[^^children^^]", "default_service", "as_service", "service", "autostart", "autoplay", "disabled",
-            "pure_child", "priority", "__json_config_variables__", "__comment__", "comment");
-
-    private static final ObjectMapper CONFIG_MAPPER = new ObjectMapper()
-            .enable(JsonParser.Feature.ALLOW_COMMENTS)
-            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
-
     private final String name;
     private final String role;
     private final EventLoop loop;
@@ -67,6 +48,7 @@ final class YunoImpl implements Yuno {
     private final EventLoopGroup ioGroup;
     private final int ioThreads;
     private final GClock clock;
+    private final Timers timers;
     private final Path dataDir;
     private final Map<String, GClassSpec<?>> gclasses = new ConcurrentHashMap<>();
     private final Map<Class<?>, Object> extensions = new ConcurrentHashMap<>();
@@ -77,32 +59,12 @@ final class YunoImpl implements Yuno {
     /** The variables every config gets (yuno name, role, host...), before its own. */
     private final Map<String, String> baseVars = new HashMap<>();
     private final GObjImpl root;
+    private final PersistentAttrs persistent;
+    private final TreeBuilder builder;
     private final YunoCommands commands;
     private final RegistryImpl registry;
     private boolean running;
     private boolean autoplay;
-
-    /** A top-level entry of {@code services}, kept so the service can be built again (hot swap). */
-    static final class ServiceNode {
-        final String name;
-        final ObjectNode node;
-        final int priority;
-        final boolean autostart;
-        final boolean autoplay;
-        final int order;
-        GObjImpl gobj;
-        /** Gclasses that were live in the subtree when it was destroyed (dynamic children included). */
-        final Set<String> neededGclasses = new HashSet<>();
-
-        ServiceNode(String name, ObjectNode node, int priority, boolean autostart, boolean autoplay, int order) {
-            this.name = name;
-            this.node = node;
-            this.priority = priority;
-            this.autostart = autostart;
-            this.autoplay = autoplay;
-            this.order = order;
-        }
-    }
 
     YunoImpl(String name, String role, EventLoop loop, EventLoopGroup ioGroup, int ioThreads, GClock clock, Path dataDir) {
         this.name = name;
@@ -111,7 +73,10 @@ final class YunoImpl implements Yuno {
         this.ioGroup = ioGroup == null ? loop : ioGroup;
         this.ioThreads = ioGroup == null ? 0 : ioThreads;
         this.clock = clock;
+        this.timers = new Timers(loop, clock);
         this.dataDir = dataDir;
+        this.persistent = new PersistentAttrs(dataDir);
+        this.builder = new TreeBuilder(this, persistent);
         this.root = new GObjImpl(this, YunoGClass.SPEC, name, null, false, false, false, null);
         this.root.createBehavior();
         this.commands = new YunoCommands(this);
@@ -147,6 +112,9 @@ final class YunoImpl implements Yuno {
     @Override public EventLoop eventLoop() { return loop; }
     @Override public EventLoopGroup ioGroup() { return ioGroup; }
     @Override public GClock clock() { return clock; }
+    /** The variables a config's templates see: the yuno's own and the config's {@code __json_config_variables__}. */
+    Map<String, String> globalVars() { return globalVars; }
+    Timers timers() { return timers; }
     @Override public Path dataDir() { return dataDir; }
     @Override public GObj root() { return root; }
     @Override public boolean inCoreThread() { return loop.inEventLoop(); }
@@ -174,6 +142,14 @@ final class YunoImpl implements Yuno {
 
     Map<String, GClassSpec<?>> gclasses() {
         return gclasses;
+    }
+
+    void addExternalCommand(String name, String description, YunoRuntime.ExternalCommand cmd) {
+        commands.addExternal(name, description, cmd);
+    }
+
+    YunoRuntime.ExternalCommand externalCommand(String name) {
+        return commands.external(name);
     }
 
     @Override
@@ -211,116 +187,17 @@ final class YunoImpl implements Yuno {
 
     // --- Building from a config ---
 
-    /** Parses config text, with line and column in the error. */
-    static ObjectNode parseConfig(String text) {
-        try {
-            JsonNode n = CONFIG_MAPPER.readTree(text);
-            if (n == null || !n.isObject()) throw new ConfigException("", "the config must be a JSON object");
-            return (ObjectNode) n;
-        } catch (JsonProcessingException e) {
-            var loc = e.getLocation();
-            String where = loc == null ? "" : " at line " + loc.getLineNr() + ", column " + loc.getColumnNr();
-            throw new ConfigException("", "config is not valid JSON: " + e.getOriginalMessage() + where);
-        }
-    }
-
-    /** Most worker loops {@code io_threads} may ask for: a typo such as 1000 is a config error, not 1000 threads. */
-    static final int MAX_IO_THREADS = 64;
-
-    /**
-     * The {@code io_threads} of a config's {@code yuno} section (0 when absent): how many worker loops serve the
-     * yuno's sockets. Read before the yuno exists, because the loops are made with it.
-     */
-    static int ioThreadsOf(ObjectNode config) {
-        JsonNode y = config == null ? null : config.get("yuno");
-        JsonNode n = y == null || !y.isObject() ? null : y.get("io_threads");
-        if (n == null || n.isNull()) return 0;
-        long v = -1;
-        if (n.isIntegralNumber()) {
-            v = n.asLong();
-        } else if (n.isTextual()) {
-            try {
-                v = Long.parseLong(n.asText().trim());
-            } catch (NumberFormatException e) {
-                v = -1;
-            }
-        }
-        if (v < 0 || v > MAX_IO_THREADS) {
-            throw new ConfigException("yuno", "'io_threads' must be an integer from 0 to " + MAX_IO_THREADS + ", got " + n);
-        }
-        return (int) v;
-    }
-
     /**
      * Reads the {@code yuno}, {@code global} and {@code services} sections into service nodes (globals merged,
      * variables substituted). Nothing is created yet; every structural error is thrown here.
      */
     void loadConfig(ObjectNode config) {
-        Loaded l = read(config);
+        ConfigReader.Loaded l = ConfigReader.read(config, baseVars);
         autoplay = l.autoplay;
         registry.configure(l.yunoSection);
         globalVars.putAll(l.vars);
         serviceNodes.addAll(l.nodes);
         if (l.traceLevels != null) pendingTraceLevels = l.traceLevels;
-    }
-
-    /** A config read into service nodes, not applied yet. */
-    static final class Loaded {
-        boolean autoplay;
-        JsonNode yunoSection;
-        final Map<String, String> vars = new HashMap<>();
-        final List<ServiceNode> nodes = new ArrayList<>();
-        ObjectNode traceLevels;
-    }
-
-    /** Reads a config (globals merged, variables substituted, structure checked); changes nothing. */
-    private Loaded read(ObjectNode config) {
-        Loaded l = new Loaded();
-        JsonNode yunoSection = config.get("yuno");
-        if (yunoSection != null && !yunoSection.isObject()) throw new ConfigException("yuno", "'yuno' must be a dict");
-        l.yunoSection = yunoSection;
-        l.autoplay = yunoSection != null && Kw.getBool(yunoSection, "autoplay", false);
-        JsonNode traceLevels = yunoSection == null ? null : yunoSection.get("trace_levels");
-        if (traceLevels != null && traceLevels.isObject()) l.traceLevels = (ObjectNode) traceLevels;
-        JsonNode global = config.get("global");
-        if (global != null && !global.isObject()) throw new ConfigException("global", "'global' must be a dict");
-        Map<String, String> allVars = new HashMap<>(baseVars);
-        JsonNode vars = config.get("__json_config_variables__");
-        if (vars != null && vars.isObject()) {
-            vars.fields().forEachRemaining(e -> {
-                if (e.getValue().isTextual()) l.vars.put(e.getKey(), e.getValue().asText());
-            });
-        }
-        allVars.putAll(l.vars);
-        JsonNode list = config.get("services");
-        if (list == null) return l;
-        if (!list.isArray()) throw new ConfigException("services", "'services' must be a list");
-        Set<String> names = new HashSet<>();
-        int order = 0;
-        for (JsonNode s : list) {
-            if (!s.isObject()) throw new ConfigException("services", "every service must be a dict");
-            String sname = Kw.getString(s, "name", "");
-            if (sname.isEmpty()) throw new ConfigException("services[" + order + "]", "a service needs a non-empty 'name'");
-            if (!names.add(sname)) throw new ConfigException(sname, "duplicate service name '" + sname + "'");
-            ObjectNode node = ((ObjectNode) s).deepCopy();
-            applyGlobals(node, sname, global == null ? null : (ObjectNode) global);
-            Map<String, String> v = new HashMap<>(allVars);
-            JsonNode own = node.remove("__json_config_variables__");
-            if (own != null && own.isObject()) {
-                own.fields().forEachRemaining(e -> {
-                    if (e.getValue().isTextual()) v.put(e.getKey(), e.getValue().asText());
-                });
-            }
-            node = (ObjectNode) Variables.substitute(node, v);
-            int priority = (int) Kw.getLong(node, "priority", 5);
-            if (priority < 0 || priority > 9) priority = 5;
-            boolean autostart = Kw.getBool(node, "autostart", true);
-            boolean autoplaySvc = Kw.getBool(node, "autoplay", false);
-            ServiceNode sn = new ServiceNode(sname, node, priority, autostart, autoplaySvc, order++);
-            validateNode(node, sname);
-            l.nodes.add(sn);
-        }
-        return l;
     }
 
     /**
@@ -335,49 +212,22 @@ final class YunoImpl implements Yuno {
      *         {@code added}, or {@code waiting} (for gclasses)
      */
     Map<String, String> reconfigure(ObjectNode config) {
-        Loaded l = read(config);
+        ConfigReader.Loaded l = ConfigReader.read(config, baseVars);
         JsonNode wanted = l.yunoSection == null ? null : l.yunoSection.get("io_threads");
-        int io = ioThreadsOf(config);
+        int io = ConfigReader.ioThreadsOf(config);
         if (wanted != null && io != ioThreads) {
             // The loops own live sockets: changing them means a restart, which a reconfigure must not do by itself.
             Glog.warn(null, "io_threads changed: applies when the yuno starts again", "io_threads", ioThreads,
                     "configured", io);
         }
-        Map<String, ServiceNode> old = new LinkedHashMap<>();
-        for (ServiceNode sn : serviceNodes) old.put(sn.name, sn);
-        Map<String, String> outcome = new LinkedHashMap<>();
-        List<ServiceNode> toWrite = new ArrayList<>();
-        List<ServiceNode> toBuild = new ArrayList<>();
-        // Removed, and rebuilt ones, go first (highest priority number first, as at a stop).
-        List<ServiceNode> gone = new ArrayList<>();
-        for (ServiceNode sn : old.values()) {
-            if (l.nodes.stream().noneMatch(n -> n.name.equals(sn.name))) {
-                gone.add(sn);
-                outcome.put(sn.name, "removed");
-            }
-        }
-        for (ServiceNode n : l.nodes) {
-            ServiceNode o = old.get(n.name);
-            if (o == null) {
-                toBuild.add(n);
-                outcome.put(n.name, "added");
-            } else if (o.node.equals(n.node)) {
-                n.gobj = o.gobj;
-                n.neededGclasses.addAll(o.neededGclasses);
-                outcome.put(n.name, "unchanged");
-            } else if (o.gobj != null && onlyWritableKwChanged(o, n)) {
-                n.gobj = o.gobj;
-                toWrite.add(n);
-                outcome.put(n.name, "written");
-            } else {
-                gone.add(o);
-                toBuild.add(n);
-                outcome.put(n.name, "rebuilt");
-            }
-        }
+        ConfigDiff diff = ConfigDiff.of(serviceNodes, l);
+        Map<String, String> outcome = diff.outcome;
+        List<ServiceNode> gone = diff.gone;
+        List<ServiceNode> toBuild = diff.toBuild;
+        List<ServiceNode> toWrite = diff.toWrite;
         // Attribute names and types of what will be built or written, checked before anything changes.
-        for (ServiceNode n : toBuild) checkAttrs(n.node, n.name, false);
-        for (ServiceNode n : toWrite) checkAttrs(n.node, n.name, false);
+        for (ServiceNode n : toBuild) ConfigReader.checkAttrs(n.node, n.name, false, gclasses);
+        for (ServiceNode n : toWrite) ConfigReader.checkAttrs(n.node, n.name, false, gclasses);
         gone.sort(Comparator.<ServiceNode>comparingInt(s -> -s.priority).thenComparingInt(s -> -s.order));
         for (ServiceNode sn : gone) {
             if (sn.gobj != null) {
@@ -396,9 +246,9 @@ final class YunoImpl implements Yuno {
         serviceNodes.clear();
         serviceNodes.addAll(l.nodes);
         for (ServiceNode sn : toWrite) {
-            ObjectNode oldKw = Kw.getDict(old.get(sn.name).node, "kw");
+            ObjectNode oldKw = Kw.getDict(diff.old.get(sn.name).node, "kw");
             ObjectNode newKw = Kw.getDict(sn.node, "kw");
-            for (String k : changedKeys(oldKw, newKw)) {
+            for (String k : ConfigDiff.changedKeys(oldKw, newKw)) {
                 JsonNode v = newKw == null ? null : newKw.get(k);
                 Attr<?> a = sn.gobj.gclass().attr(k);
                 try {
@@ -433,166 +283,52 @@ final class YunoImpl implements Yuno {
         }
         if (running) {
             built.sort(Comparator.<ServiceNode>comparingInt(s -> s.priority).thenComparingInt(s -> s.order));
-            for (ServiceNode sn : built) startService(sn);
+            for (ServiceNode sn : built) startAfterIo(sn);
         }
         return outcome;
     }
 
+    private final List<ServiceNode> toStartAfterIo = new ArrayList<>();
+    private CompletableFuture<Void> startedAfterIo = CompletableFuture.completedFuture(null);
+
     /**
-     * The checks {@code applyKw} makes at build time, without building: every kw key is an attribute of the node's
-     * gclass (or a Yuneta key Gatehouse accepts) and its value converts to the attribute's type (not inside templates,
-     * whose values hold variables until expanded). Nodes of gclasses not registered are skipped (they wait).
+     * Starts a service built in this task on a later turn of the core loop, after its selector has run. The JDK
+     * closes a listening socket registered with a selector only at that selector's next select: a listener rebuilt
+     * in the task that closed the old one on the same port would find the port still bound ("Address already in
+     * use"). Services queued together start in the order they were queued.
      */
-    private void checkAttrs(JsonNode node, String path, boolean inTemplate) {
-        GClassSpec<?> spec = gclasses.get(Kw.getString(node, "gclass", ""));
-        JsonNode kw = node.get("kw");
-        if (spec != null && kw != null && kw.isObject()) {
-            var it = kw.fields();
-            while (it.hasNext()) {
-                var e = it.next();
-                String k = e.getKey();
-                if (k.equals("subscriber")) continue;
-                Attr<?> a = spec.attr(k);
-                if (a == null) {
-                    if (spec.unusedYunetaKeys().contains(k) || GENERIC_UNUSED_KEYS.contains(k)) continue;
-                    throw new ConfigException(path, "attribute '" + k + "' unknown in gclass " + spec.name());
-                }
-                if (inTemplate) continue;
+    private void startAfterIo(ServiceNode sn) {
+        if (toStartAfterIo.isEmpty()) {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            startedAfterIo = done;
+            // A scheduled task, not execute(): Netty moves due scheduled tasks to the task queue once per loop turn,
+            // so this runs after the next select even when the loop is busy with other tasks.
+            loop.schedule(() -> {
+                List<ServiceNode> now = new ArrayList<>(toStartAfterIo);
+                toStartAfterIo.clear();
                 try {
-                    a.fromJson(e.getValue());
-                } catch (IllegalArgumentException ex) {
-                    throw new ConfigException(path, ex.getMessage());
+                    if (running) for (ServiceNode n : now) startService(n);
+                } finally {
+                    done.complete(null);
                 }
-            }
+            }, 0, TimeUnit.MILLISECONDS);
         }
-        JsonNode children = node.has("children") ? node.get("children") : node.get("zchilds");
-        if (children != null && children.isArray()) {
-            int i = 0;
-            for (JsonNode c : children) checkAttrs(c, path + "/" + childLabel(c, i++), inTemplate);
-        }
-        JsonNode tpl = node.get("[^^children^^]");
-        if (tpl != null && tpl.get("__content__") != null) checkAttrs(tpl.get("__content__"), path + "/[^^children^^]", true);
+        toStartAfterIo.add(sn);
     }
 
-    /** True when the two nodes differ only in the service's own kw, and only in keys of writable attributes. */
-    private static boolean onlyWritableKwChanged(ServiceNode o, ServiceNode n) {
-        ObjectNode a = o.node.deepCopy();
-        ObjectNode b = n.node.deepCopy();
-        JsonNode ka = a.remove("kw");
-        JsonNode kb = b.remove("kw");
-        if (!a.equals(b)) return false;
-        ObjectNode oldKw = ka instanceof ObjectNode ? (ObjectNode) ka : null;
-        ObjectNode newKw = kb instanceof ObjectNode ? (ObjectNode) kb : null;
-        GClassSpec<?> spec = o.gobj.gclass();
-        Set<String> changed = changedKeys(oldKw, newKw);
-        if (changed.isEmpty()) return false;
-        for (String k : changed) {
-            Attr<?> attr = spec.attr(k);
-            if (attr == null || !attr.is(AttrFlag.WR)) return false;
-        }
-        return true;
-    }
-
-    private static Set<String> changedKeys(ObjectNode a, ObjectNode b) {
-        Set<String> keys = new java.util.TreeSet<>();
-        if (a != null) a.fieldNames().forEachRemaining(keys::add);
-        if (b != null) b.fieldNames().forEachRemaining(keys::add);
-        keys.removeIf(k -> java.util.Objects.equals(a == null ? null : a.get(k), b == null ? null : b.get(k)));
-        return keys;
+    /** Completes once the services queued by a reconfigure or an upgrade's rebuild have been started. */
+    CompletableFuture<Void> startedAfterIo() {
+        return startedAfterIo;
     }
 
     private ObjectNode pendingTraceLevels;
-
-    /** Merges {@code global} keys {@code "<gclass or service>.<attr>"} into the service node and its kw. */
-    private void applyGlobals(ObjectNode node, String sname, ObjectNode global) {
-        if (global == null) return;
-        String gclass = Kw.getString(node, "gclass", "");
-        Iterator<Map.Entry<String, JsonNode>> it = global.fields();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> e = it.next();
-            String key = e.getKey();
-            int dot = key.indexOf('.');
-            if (dot <= 0) continue;
-            String target = key.substring(0, dot);
-            String attr = key.substring(dot + 1);
-            if (!target.equals(gclass) && !target.equalsIgnoreCase(sname)) continue;
-            ObjectNode kw = node.has("kw") && node.get("kw").isObject() ? (ObjectNode) node.get("kw") : node.putObject("kw");
-            if (attr.equals("kw")) {
-                if (e.getValue().isObject()) kw.setAll((ObjectNode) e.getValue().deepCopy());
-            } else if (NODE_KEYS.contains(attr)) {
-                node.set(attr, e.getValue().deepCopy());
-            } else {
-                kw.set(attr, e.getValue().deepCopy());
-            }
-        }
-    }
-
-    /** Structural checks of a node subtree: known node keys, gclass present, templates complete. */
-    private void validateNode(JsonNode node, String path) {
-        Iterator<String> keys = node.fieldNames();
-        while (keys.hasNext()) {
-            String k = keys.next();
-            if (!NODE_KEYS.contains(k)) throw new ConfigException(path, "unknown key '" + k + "' in a service node");
-        }
-        if (Kw.getString(node, "gclass", "").isEmpty()) throw new ConfigException(path, "node without 'gclass'");
-        JsonNode kw = node.get("kw");
-        if (kw != null && !kw.isObject() && !kw.isNull()) throw new ConfigException(path, "'kw' must be a dict");
-        JsonNode children = node.has("children") ? node.get("children") : node.get("zchilds");
-        if (children != null) {
-            if (!children.isArray()) throw new ConfigException(path, "'children' must be a list");
-            int i = 0;
-            for (JsonNode c : children) {
-                if (!c.isObject()) throw new ConfigException(path, "every child must be a dict");
-                validateNode(c, path + "/" + childLabel(c, i++));
-            }
-        }
-        JsonNode tpl = node.get("[^^children^^]");
-        if (tpl != null) {
-            if (!tpl.isObject() || !tpl.has("__range__") || !tpl.has("__vars__") || !tpl.has("__content__")) {
-                throw new ConfigException(path, "'[^^children^^]' needs __range__, __vars__ and __content__");
-            }
-            rangeOf(tpl.get("__range__"), path);
-            if (!tpl.get("__content__").isObject()) throw new ConfigException(path, "'__content__' must be a dict");
-            if (!tpl.get("__vars__").isObject()) throw new ConfigException(path, "'__vars__' must be a dict");
-        }
-    }
-
-    private static String childLabel(JsonNode c, int i) {
-        String n = Kw.getString(c, "name", "");
-        return n.isEmpty() ? Kw.getString(c, "gclass", "?") + "[" + i + "]" : n;
-    }
-
-    static long[] rangeOf(JsonNode r, String path) {
-        if (r.isArray() && r.size() == 2 && r.get(0).canConvertToLong() && r.get(1).canConvertToLong()) {
-            return new long[] {r.get(0).asLong(), r.get(1).asLong()};
-        }
-        if (r.isIntegralNumber()) return new long[] {1, r.asLong()};
-        if (r.isTextual()) {
-            try {
-                return new long[] {1, Long.parseLong(r.asText().trim())};
-            } catch (NumberFormatException e) {
-                throw new ConfigException(path, "'__range__' must be a number or [first, last], got \"" + r.asText() + "\"");
-            }
-        }
-        throw new ConfigException(path, "'__range__' must be a number or [first, last]");
-    }
-
-    /** Every gclass named in a node subtree. */
-    static void gclassesOf(JsonNode node, Set<String> out) {
-        String g = Kw.getString(node, "gclass", "");
-        if (!g.isEmpty()) out.add(g);
-        JsonNode children = node.has("children") ? node.get("children") : node.get("zchilds");
-        if (children != null && children.isArray()) for (JsonNode c : children) gclassesOf(c, out);
-        JsonNode tpl = node.get("[^^children^^]");
-        if (tpl != null && tpl.has("__content__")) gclassesOf(tpl.get("__content__"), out);
-    }
 
     /** Gclasses named by the config that are not registered (service name → missing gclass names). */
     Map<String, Set<String>> missingGclasses() {
         Map<String, Set<String>> out = new LinkedHashMap<>();
         for (ServiceNode sn : serviceNodes) {
             Set<String> need = new HashSet<>();
-            gclassesOf(sn.node, need);
+            ConfigReader.gclassesOf(sn.node, need);
             need.addAll(sn.neededGclasses);
             need.removeIf(gclasses::containsKey);
             if (!need.isEmpty()) out.put(sn.name, need);
@@ -625,7 +361,15 @@ final class YunoImpl implements Yuno {
         pendingTraceLevels.fields().forEachRemaining(e -> {
             for (GObjImpl g : allGobjs()) {
                 if (g.gclassName().equals(e.getKey()) || g.name().equals(e.getKey())) {
-                    for (JsonNode l : e.getValue()) g.setTrace(l.asText(), true);
+                    for (JsonNode l : e.getValue()) {
+                        try {
+                            g.setTrace(l.asText(), true);
+                        } catch (IllegalArgumentException unknown) {
+                            // trace_levels names a gclass or a service: a level another gobj of it lacks is no error
+                            // for this one, but a level nobody has is said (once per gobj) so a typo shows.
+                            Glog.warn(g, "trace_levels: level unknown in this gclass, ignored", "level", l.asText());
+                        }
+                    }
                 }
             }
         });
@@ -633,128 +377,19 @@ final class YunoImpl implements Yuno {
 
     void buildService(ServiceNode sn) {
         sn.gobj = null;
-        GObjImpl g = createFromNode(root, sn.node, sn.name, true);
+        GObjImpl g = builder.createFromNode(root, sn.node, sn.name, true);
         sn.gobj = g;
         sn.neededGclasses.clear();
         services.put(sn.name, g);
     }
 
-    private GObjImpl createFromNode(GObjImpl parent, ObjectNode node, String path, boolean isService) {
-        String gclassName = Kw.getString(node, "gclass", "");
-        GClassSpec<?> spec = gclasses.get(gclassName);
-        if (spec == null) throw new ConfigException(path, "gclass '" + gclassName + "' NOT FOUND");
-        String gname = Kw.getString(node, "name", "");
-        ObjectNode kw = Kw.getDict(node, "kw");
-        boolean pure = Kw.getBool(node, "pure_child", false);
-        GObjImpl g = new GObjImpl(this, spec, gname, parent, isService, false, pure, node);
-        try {
-            g.applyKw(kw, path);
-            if (isService) g.applyPersistent(loadPersistent(g));
-            g.createBehavior();
-            parent.addChild(g);
-            subscribeByModel(g, kw, true);
-            g.behavior().onCreate();
-            if (parent != root) parent.behavior().onChildAdded(g);
-            if (Kw.getBool(node, "disabled", false)) g.disable();
-            JsonNode children = node.get("children");
-            if (children == null && node.has("zchilds")) {
-                Glog.error(g, "'zchilds' is DEPRECATED, use 'children'");
-                children = node.get("zchilds");
-            }
-            int created = 0;
-            if (children != null) {
-                int i = 0;
-                for (JsonNode c : children) {
-                    createFromNode(g, (ObjectNode) c, path + "/" + childLabel(c, i++), false);
-                    created++;
-                }
-            }
-            JsonNode tpl = node.get("[^^children^^]");
-            if (tpl != null) {
-                long[] range = rangeOf(tpl.get("__range__"), path);
-                ObjectNode vars = (ObjectNode) tpl.get("__vars__");
-                for (long i = range[0]; i <= range[1]; i++) {
-                    Map<String, String> v = new HashMap<>(globalVars);
-                    vars.fields().forEachRemaining(e -> {
-                        if (e.getValue().isTextual()) v.put(e.getKey(), e.getValue().asText());
-                    });
-                    v.put("__range__", String.valueOf(i));
-                    ObjectNode content = (ObjectNode) Variables.substitute(tpl.get("__content__"), v);
-                    createFromNode(g, content, path + "/" + childLabel(content, (int) i), false);
-                }
-            } else if (created == 1) {
-                // Bottom auto-wiring: a single explicit child is the next layer down (never with a template).
-                g.setBottom(g.childrenView().get(0));
-            }
-            return g;
-        } catch (ConfigException e) {
-            g.destroy();
-            throw e;
-        } catch (RuntimeException e) {
-            g.destroy();
-            throw new ConfigException(path, e.getMessage() == null ? e.toString() : e.getMessage());
-        }
-    }
-
     GObj createRuntimeChild(GObjImpl parent, String childName, String gclassName, ObjectNode kw, boolean isVolatile) {
-        GClassSpec<?> spec = gclasses.get(gclassName);
-        if (spec == null) {
-            Glog.error(parent, "gclass NOT FOUND", "gclass", gclassName, "name", childName);
-            return null;
-        }
-        GObjImpl g = new GObjImpl(this, spec, childName, parent, false, isVolatile, !isVolatile, null);
-        try {
-            g.applyKw(kw, parent.fullName() + "/" + childName);
-            g.createBehavior();
-            parent.addChild(g);
-            subscribeByModel(g, kw, false);
-            g.behavior().onCreate();
-            parent.behavior().onChildAdded(g);
-            return g;
-        } catch (RuntimeException e) {
-            Glog.error(parent, "Cannot create child", "gclass", gclassName, "name", childName, "error", e.getMessage());
-            g.destroy();
-            return null;
-        }
+        return builder.createRuntimeChild(parent, childName, gclassName, kw, isVolatile);
     }
 
-    /**
-     * Who hears a new gobj: the {@code subscriber} of its kw (a gobj reference, or a service name resolved when
-     * that service exists), else its parent unless the parent is the yuno (services have no implicit subscriber).
-     */
-    private void subscribeByModel(GObjImpl g, ObjectNode kw, boolean fromConfig) {
-        JsonNode sub = kw == null ? null : kw.get("subscriber");
-        if (sub != null && !sub.isNull()) {
-            GObj ref = Kw.ref(kw, "subscriber", GObj.class);
-            if (ref != null) {
-                g.subscribe(null, ref);
-                return;
-            }
-            if (sub.isTextual() && !sub.asText().isEmpty()) {
-                namedSubscribers.put(g, sub.asText());
-                return;
-            }
-        }
-        if (g.parent() != root && g.parent() != null) {
-            if (fromConfig || g.gclass().subscriptionModel() == GClassSpec.SubscriptionModel.CHILD || g.isPureChild()) {
-                g.subscribe(null, g.parent());
-            }
-        }
-    }
-
-    /** Gobjs whose kw named a subscriber service: resolved after every build, so rebuilt services rejoin. */
-    private final Map<GObjImpl, String> namedSubscribers = new LinkedHashMap<>();
-
+    /** Gobjs whose kw named a subscriber service subscribe to it, now that it may exist (rebuilt services rejoin). */
     void resolveNamedSubscribers() {
-        namedSubscribers.entrySet().removeIf(e -> e.getKey().isDestroyed());
-        for (Map.Entry<GObjImpl, String> e : namedSubscribers.entrySet()) {
-            GObj target = services.get(e.getValue());
-            if (target == null) {
-                Glog.warn(e.getKey(), "subscriber service gobj NOT FOUND (yet)", "subscriber", e.getValue());
-                continue;
-            }
-            e.getKey().subscribe(null, target);
-        }
+        builder.resolveNamedSubscribers(services);
     }
 
     // --- Running ---
@@ -799,35 +434,86 @@ final class YunoImpl implements Yuno {
         for (GObj c : root.children()) c.destroy();
     }
 
-    // --- Hot swap ---
+    // --- Hot swap and live upgrade ---
+
+    /** How long suspended gobjs wait for the new revision of their gclass before their services are rebuilt. */
+    private long upgradeGraceMs = DEFAULT_UPGRADE_GRACE_MS;
+    static final long DEFAULT_UPGRADE_GRACE_MS = 30_000;
+    /** Gclass names whose gobjs are suspended, waiting for a revision, with the timer that gives up. */
+    private final Map<String, io.gatehouse.api.Cancellable> suspendedGclasses = new LinkedHashMap<>();
+
+    void upgradeGraceMs(long ms) {
+        this.upgradeGraceMs = ms;
+    }
 
     /**
-     * A gclass went away: every service whose subtree holds a gobj of it is stopped and destroyed (the whole
-     * service, so gobjs that gclasses created at run time go too) and waits to be built again.
+     * The serving revision of some gclasses went away with none to take over (a {@code Bundle.update()} has begun,
+     * or the bundle stopped): their gobjs are suspended, not destroyed, so their connections stay open and their
+     * state stays in memory while the framework installs the new revision. New services that need these gclasses
+     * wait. If no revision comes within the grace period, the services holding these gobjs are rebuilt: destroyed
+     * now, built again when the gclass returns.
      */
-    List<String> gclassLeft(String gclassName) {
-        unregister(gclassName);
+    List<String> gclassesGone(java.util.Collection<String> names) {
         List<String> affected = new ArrayList<>();
-        for (ServiceNode sn : serviceNodes) {
-            if (sn.gobj == null) continue;
-            Set<String> live = new HashSet<>();
-            collectGclasses(sn.gobj, live);
-            if (!live.contains(gclassName)) continue;
-            Glog.info(null, "Service destroyed: its gclass left", "service", sn.name, "gclass", gclassName);
-            sn.gobj.destroy();
-            services.remove(sn.name);
-            sn.gobj = null;
-            sn.neededGclasses.addAll(live);
-            affected.add(sn.name);
+        for (String name : names) {
+            unregister(name);
+            int n = 0;
+            for (GObjImpl g : allGobjs()) {
+                if (g.gclassName().equals(name) && !g.isDestroyed()) {
+                    g.suspend();
+                    n++;
+                }
+            }
+            if (n == 0) continue;
+            affected.add(name);
+            io.gatehouse.api.Cancellable old = suspendedGclasses.remove(name);
+            if (old != null) old.cancel();
+            suspendedGclasses.put(name, timers.schedule(upgradeGraceMs, () -> giveUpWaiting(name)));
+            Glog.info(null, "Upgrade: gobjs suspended until the new revision of their gclass is there",
+                    "gclass", name, "gobjs", n, "grace_ms", upgradeGraceMs);
         }
         return affected;
     }
 
-    /** A gclass (re)appeared: build and start the services that were waiting for it. */
-    List<String> gclassArrived(GClassSpec<?> spec) {
-        register(spec);
-        List<String> rebuilt = new ArrayList<>();
-        if (!running) return rebuilt;
+    private void giveUpWaiting(String gclassName) {
+        if (suspendedGclasses.remove(gclassName) == null) return;
+        Set<String> services = new java.util.LinkedHashSet<>();
+        for (GObjImpl g : allGobjs()) {
+            if (g.gclassName().equals(gclassName) && g.isSuspended()) {
+                GObj s = Handover.serviceOf(g);
+                if (s != null) services.add(s.name());
+            }
+        }
+        Glog.warn(null, "Upgrade: no revision of the gclass came within the grace period, its services go down until"
+                + " it returns", "gclass", gclassName, "grace_ms", upgradeGraceMs, "services", services.toString());
+        for (ServiceNode sn : serviceNodes) {
+            if (sn.gobj == null || !services.contains(sn.name)) continue;
+            Set<String> live = new HashSet<>();
+            collectGclasses(sn.gobj, live);
+            destroyService(sn);
+            sn.neededGclasses.addAll(live);
+        }
+    }
+
+    /**
+     * A revision of some gclasses is serving now (several names come together when they share a bundle). Gobjs of
+     * those gclasses, running another revision or suspended waiting for one, are handed over to it in this task
+     * ({@link Handover}); services that were waiting for these gclasses are built and started.
+     */
+    Handover.Report gclassesArrived(List<GClassSpec<?>> specs) {
+        for (GClassSpec<?> spec : specs) {
+            register(spec);
+            io.gatehouse.api.Cancellable waiting = suspendedGclasses.remove(spec.name());
+            if (waiting != null) waiting.cancel();
+        }
+        Handover.Report report = Handover.run(this, specs);
+        if (report.migrated > 0 || !report.rebuilt.isEmpty()) {
+            Glog.info(null, "Upgrade: gobjs handed over to the new revision", "gclasses", report.gclasses.toString(),
+                    "gobjs", report.migrated, "rebuilt", report.rebuilt.keySet().toString(),
+                    "pause_ms", report.pauseMicros / 1000.0);
+        }
+        rebuildServices(report.rebuilt.keySet());
+        if (!running) return report;
         Map<String, Set<String>> missing = missingGclasses();
         for (ServiceNode sn : serviceNodes) {
             if (sn.gobj != null || missing.containsKey(sn.name)) continue;
@@ -835,13 +521,41 @@ final class YunoImpl implements Yuno {
                 buildService(sn);
                 resolveNamedSubscribers();
                 startService(sn);
-                rebuilt.add(sn.name);
-                Glog.info(null, "Service rebuilt", "service", sn.name, "gclass", spec.name());
+                Glog.info(null, "Service built", "service", sn.name, "gclasses", report.gclasses.toString());
             } catch (ConfigException e) {
-                Glog.error(null, "Service cannot be rebuilt", "service", sn.name, "error", e.getMessage());
+                Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
             }
         }
-        return rebuilt;
+        return report;
+    }
+
+    /** Destroys these services and builds them again from their config nodes (a hot swap's rebuild). */
+    void rebuildServices(Set<String> names) {
+        for (ServiceNode sn : serviceNodes) {
+            if (sn.gobj == null || !names.contains(sn.name)) continue;
+            destroyService(sn);
+            if (!missingGclasses().containsKey(sn.name)) {
+                try {
+                    buildService(sn);
+                    resolveNamedSubscribers();
+                    if (running) startAfterIo(sn);
+                } catch (ConfigException e) {
+                    Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
+                }
+            }
+        }
+    }
+
+    private void destroyService(ServiceNode sn) {
+        sn.gobj.stopTree();
+        sn.gobj.destroy();
+        if (services.get(sn.name) == sn.gobj) services.remove(sn.name);
+        sn.gobj = null;
+    }
+
+    /** Gclass names whose gobjs wait, suspended, for a revision. */
+    Set<String> suspendedGclasses() {
+        return new java.util.LinkedHashSet<>(suspendedGclasses.keySet());
     }
 
     private static void collectGclasses(GObj g, Set<String> out) {
@@ -874,43 +588,8 @@ final class YunoImpl implements Yuno {
 
     // --- Persistent attributes ---
 
-    private Path persistentFile(GObjImpl g) {
-        String safe = g.fullName().replaceAll("[^A-Za-z0-9_.-]", "_");
-        return dataDir.resolve("persistent").resolve(safe + ".json");
-    }
-
-    private ObjectNode loadPersistent(GObjImpl g) {
-        if (dataDir == null) return null;
-        Path f = persistentFile(g);
-        if (!Files.exists(f)) return null;
-        try {
-            JsonNode n = Kw.MAPPER.readTree(Files.readString(f));
-            return n instanceof ObjectNode ? (ObjectNode) n : null;
-        } catch (IOException e) {
-            Glog.error(g, "Cannot read persistent attributes, defaults used", "file", f.toString(), "error", e.getMessage());
-            return null;
-        }
-    }
-
     void savePersistent(GObjImpl g) {
-        if (dataDir == null || !g.isService()) return;
-        Path f = persistentFile(g);
-        try {
-            Files.createDirectories(f.getParent());
-            Path tmp = f.resolveSibling(f.getFileName() + ".tmp");
-            Files.write(tmp, Kw.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(g.persistentJson())
-                    .getBytes(StandardCharsets.UTF_8));
-            try (var ch = java.nio.channels.FileChannel.open(tmp, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.force(true);
-            }
-            try {
-                Files.move(tmp, f, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, f, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } catch (IOException e) {
-            Glog.error(g, "Cannot save persistent attributes", "file", f.toString(), "error", e.getMessage());
-        }
+        persistent.save(g);
     }
 
     /** The gobj tree as JSON: name, gclass, state, running, playing, disabled, children. */

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -42,12 +43,11 @@ public final class YunoRuntime implements AutoCloseable {
     /** The io_threads worker loops, null with io_threads 0 (sockets on the core loop). */
     private final NioEventLoopGroup ioGroup;
     private final YunoImpl yuno;
-    private final List<Recorder> recorders = new ArrayList<>();
     private volatile boolean closed;
 
     private YunoRuntime(Builder b) {
-        int io = b.ioThreads >= 0 ? b.ioThreads : YunoImpl.ioThreadsOf(b.config);
-        if (io > YunoImpl.MAX_IO_THREADS) throw new ConfigException("yuno", "'io_threads' must be at most " + YunoImpl.MAX_IO_THREADS);
+        int io = b.ioThreads >= 0 ? b.ioThreads : ConfigReader.ioThreadsOf(b.config);
+        if (io > ConfigReader.MAX_IO_THREADS) throw new ConfigException("yuno", "'io_threads' must be at most " + ConfigReader.MAX_IO_THREADS);
         Path data = b.dataDir;
         if (data == null) {
             try {
@@ -62,8 +62,8 @@ public final class YunoRuntime implements AutoCloseable {
         EventLoop loop = group.next();
         this.yuno = new YunoImpl(b.name, b.role, loop, ioGroup, io, b.clock, data.toAbsolutePath());
         for (GClassSpec<?> s : b.specs) yuno.register(s);
-        yuno.register(Recorder.SPEC);
         b.extensions.forEach((k, v) -> yuno.putExtension(k, v));
+        yuno.upgradeGraceMs(b.upgradeGraceMs);
         try {
             if (b.config != null) {
                 call(() -> {
@@ -90,7 +90,7 @@ public final class YunoRuntime implements AutoCloseable {
 
     /** Parses config text (comments allowed); a syntax error names its line and column. */
     public static ObjectNode parseConfig(String json) {
-        return YunoImpl.parseConfig(json);
+        return ConfigReader.parseConfig(json);
     }
 
     /** Every gclass a config names, in its services, children and templates. */
@@ -98,7 +98,7 @@ public final class YunoRuntime implements AutoCloseable {
         Set<String> out = new java.util.TreeSet<>();
         var services = config.get("services");
         if (services != null && services.isArray()) {
-            for (var s : services) YunoImpl.gclassesOf(s, out);
+            for (var s : services) ConfigReader.gclassesOf(s, out);
         }
         return out;
     }
@@ -130,21 +130,52 @@ public final class YunoRuntime implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             return Envelope.error(e.getMessage());
         }
-        return call(() -> yuno.command(cl.command, cl.kw));
+        return command(cl.command, cl.kw);
     }
 
-    /** Runs a command on the core thread and answers its envelope. */
+    /**
+     * Runs a command and answers its envelope: a yuno command on the core thread, an {@link #addCommand external}
+     * one on this thread, waited for.
+     */
     public ObjectNode command(String command, ObjectNode kw) {
-        return call(() -> yuno.command(command, kw == null ? JsonNodeFactory.instance.objectNode() : kw));
+        ObjectNode params = kw == null ? JsonNodeFactory.instance.objectNode() : kw;
+        ExternalCommand ext = yuno.externalCommand(command);
+        if (ext != null) {
+            if (yuno.inCoreThread()) return Envelope.error("command '" + command + "' cannot run on the core thread");
+            try {
+                return ext.run(params).get(EXTERNAL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException e) {
+                return Envelope.error("command '" + command + "' failed: " + e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Envelope.error("interrupted");
+            } catch (TimeoutException e) {
+                return Envelope.error("command '" + command + "' did not answer within " + EXTERNAL_TIMEOUT_MS + " ms");
+            }
+        }
+        return call(() -> yuno.command(command, params));
     }
 
-    /** A recording gobj (gclass C_RECORDER) under the yuno; subscribe it to what a test wants to see. */
-    public Recorder recorder(String name) {
-        Recorder r = call(() -> Recorder.create(yuno, name));
-        synchronized (recorders) {
-            recorders.add(r);
-        }
-        return r;
+    /**
+     * A command the container adds to the yuno (list-bundles, update-bundle): it runs off the core thread, because
+     * what it waits for (a bundle installed and started, a live upgrade done) needs the core loop free.
+     */
+    @FunctionalInterface
+    public interface ExternalCommand {
+        CompletableFuture<ObjectNode> run(ObjectNode kw);
+    }
+
+    /** Longest an external command may take when called through {@link #command}. */
+    static final long EXTERNAL_TIMEOUT_MS = 120_000;
+
+    /** Adds a command, listed by {@code help}, answered by {@code cmd} off the core thread. */
+    public void addCommand(String name, String description, ExternalCommand cmd) {
+        yuno.addExternalCommand(name, description, cmd);
+    }
+
+    /** The external command of that name, or null (the control endpoint runs it without blocking the loop). */
+    public ExternalCommand externalCommand(String name) {
+        return yuno.externalCommand(name);
     }
 
     /** Runs {@code task} on the core thread and waits for its result. */
@@ -180,14 +211,51 @@ public final class YunoRuntime implements AutoCloseable {
         });
     }
 
-    /** Registers a gclass that arrived (hot swap): waiting services are built and started. */
-    public List<String> gclassArrived(GClassSpec<?> spec) {
-        return call(() -> yuno.gclassArrived(spec));
+    /** Registers a gclass that arrived: see {@link #gclassesArrived}. */
+    public ObjectNode gclassArrived(GClassSpec<?> spec) {
+        return gclassesArrived(List.of(spec));
     }
 
-    /** Unregisters a gclass that left (hot swap): services using it are destroyed until it comes back. */
-    public List<String> gclassLeft(String gclassName) {
-        return call(() -> yuno.gclassLeft(gclassName));
+    /**
+     * A revision of these gclasses serves from now on (names of one bundle come together). The gobjs of these
+     * gclasses, running another revision or suspended waiting for one, are handed over to it in one core-loop task
+     * (a live upgrade: connections and in-flight state kept); a gobj that cannot be handed over has its service
+     * rebuilt from its config. Services waiting for these gclasses are built and started. Answers the report:
+     * {@code gclasses}, {@code gobjs_migrated}, {@code rebuilt} (service and reason), {@code pause_ms}.
+     */
+    public ObjectNode gclassesArrived(List<GClassSpec<?>> specs) {
+        ObjectNode report = call(() -> yuno.gclassesArrived(specs).toJson());
+        awaitStartedAfterIo();
+        return report;
+    }
+
+    /** Rebuilt services start on a later loop turn ({@link YunoImpl#startedAfterIo}): a caller sees them started. */
+    private void awaitStartedAfterIo() {
+        if (yuno.inCoreThread()) return;
+        try {
+            call(yuno::startedAfterIo).get(CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("rebuilt services not started within " + CALL_TIMEOUT_MS + " ms", e);
+        }
+    }
+
+    /**
+     * These gclasses have no serving revision any more (their bundle is being updated, or stopped): their gobjs are
+     * suspended (reads stopped, events held) until a revision arrives, and their services are rebuilt if none comes
+     * within the upgrade grace period. Answers the gclasses that had gobjs.
+     */
+    public List<String> gclassesGone(java.util.Collection<String> names) {
+        return call(() -> yuno.gclassesGone(names));
+    }
+
+    /** Gclass names whose gobjs are suspended, waiting for a revision. */
+    public Set<String> suspendedGclasses() {
+        return call(yuno::suspendedGclasses);
     }
 
     /**
@@ -197,7 +265,9 @@ public final class YunoRuntime implements AutoCloseable {
      * ({@code unchanged}, {@code written}, {@code rebuilt}, {@code removed}, {@code added}, {@code waiting}).
      */
     public Map<String, String> reconfigure(ObjectNode config) {
-        return call(() -> yuno.reconfigure(config));
+        Map<String, String> outcome = call(() -> yuno.reconfigure(config));
+        awaitStartedAfterIo();
+        return outcome;
     }
 
     /** Services waiting for gclasses, with the gclasses they wait for. */
@@ -234,6 +304,7 @@ public final class YunoRuntime implements AutoCloseable {
         private final Map<Class<?>, Object> extensions = new LinkedHashMap<>();
         private ObjectNode config;
         private int ioThreads = -1;
+        private long upgradeGraceMs = YunoImpl.DEFAULT_UPGRADE_GRACE_MS;
 
         public Builder name(String n) { this.name = n; return this; }
 
@@ -248,6 +319,16 @@ public final class YunoRuntime implements AutoCloseable {
         }
 
         public Builder role(String r) { this.role = r; return this; }
+
+        /**
+         * How long the gobjs of a gclass whose bundle is being updated wait, suspended, for its new revision before
+         * their services are rebuilt (default {@value YunoImpl#DEFAULT_UPGRADE_GRACE_MS} ms).
+         */
+        public Builder upgradeGraceMs(long ms) {
+            if (ms < 0) throw new IllegalArgumentException("upgrade grace must be >= 0 ms");
+            this.upgradeGraceMs = ms;
+            return this;
+        }
         public Builder dataDir(Path d) { this.dataDir = d; return this; }
         public Builder clock(GClock c) { this.clock = c; return this; }
 
@@ -269,7 +350,7 @@ public final class YunoRuntime implements AutoCloseable {
 
         /** The config as JSON text (comments allowed); a syntax error names its line and column. */
         public Builder config(String json) {
-            this.config = YunoImpl.parseConfig(json);
+            this.config = ConfigReader.parseConfig(json);
             return this;
         }
 

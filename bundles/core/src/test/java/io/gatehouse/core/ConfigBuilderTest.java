@@ -202,15 +202,16 @@ class ConfigBuilderTest {
     }
 
     @Test
-    void shouldDestroyAndRebuildServicesWhenTheirGclassLeavesAndReturns() {
+    void shouldSuspendServicesWhenTheirGclassGoesAndRebuildThemWhenItReturnsWithoutState() {
         build("{\"services\": [{\"name\": \"a\", \"gclass\": \"C_NODE\", \"children\": [{\"name\": \"m\", \"gclass\": \"C_MANUAL\"}]},"
                 + "{\"name\": \"b\", \"gclass\": \"C_NODE\"}]}").start();
         GObj before = rt.service("a");
-        assertEquals(List.of("a"), rt.gclassLeft("C_MANUAL"));
-        assertNull(rt.service("a"));
-        assertTrue(rt.call(before::isDestroyed));
-        assertTrue(rt.waiting().get("a").contains("C_MANUAL"));
-        assertEquals(List.of("a"), rt.gclassArrived(TestGClasses.MANUAL));
+        assertEquals(List.of("C_MANUAL"), rt.gclassesGone(List.of("C_MANUAL")));
+        assertTrue(rt.call(() -> !before.isDestroyed()), "kept, suspended, waiting for the new revision");
+        assertEquals(java.util.Set.of("C_MANUAL"), rt.suspendedGclasses());
+        ObjectNode report = rt.gclassArrived(TestGClasses.MANUAL);
+        assertEquals("a", report.get("rebuilt").get(0).get("service").asText(),
+                "C_MANUAL hands no state over: its service is rebuilt " + report);
         GObj after = rt.service("a");
         assertTrue(rt.call(after::isRunning));
         assertTrue(after != before);

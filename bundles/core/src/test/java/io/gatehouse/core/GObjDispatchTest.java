@@ -1,5 +1,6 @@
 package io.gatehouse.core;
 
+import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Glog;
@@ -65,8 +66,8 @@ class GObjDispatchTest {
 
     @Test
     void shouldGiveEverySubscriberTheWholePayload() {
-        Recorder a = rt.recorder("a");
-        Recorder c = rt.recorder("c");
+        Recorder a = Recorder.create(rt, "a");
+        Recorder c = Recorder.create(rt, "c");
         rt.run(() -> {
             GObj svc = rt.service("svc");
             svc.subscribe(null, a.gobj());
@@ -120,7 +121,7 @@ class GObjDispatchTest {
 
     @Test
     void shouldFireTimersOnTheCoreThread() throws Exception {
-        Recorder rec = rt.recorder("timer");
+        Recorder rec = Recorder.create(rt, "timer");
         rt.run(() -> rec.gobj().setTimeout(20, "EV_TIMEOUT", null));
         assertTrue(rec.awaitCount("EV_TIMEOUT", 1, 2000));
         rt.run(() -> rec.gobj().setTimeout(50, "EV_TIMEOUT", null).cancel());

@@ -1,5 +1,6 @@
 package io.gatehouse.core;
 
+import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
@@ -93,7 +94,7 @@ class RegistryTest {
     @Test
     void shouldRunTheCommandOfALocalServiceAndAnswerToFrom() {
         YunoRuntime a = hub("A");
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> reg(a).deliver(cmd(null, "svc", "hello times=3 who=me", "rec", 7)));
         ObjectNode r = replyOf(rec);
         assertEquals(7, r.path("id").asInt());
@@ -106,7 +107,7 @@ class RegistryTest {
     @Test
     void shouldRunYunoCommandsOnTheYunoService() {
         YunoRuntime a = hub("A");
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> reg(a).deliver(cmd("A", Registry.YUNO, "stats-yuno service=svc", "rec", 1)));
         ObjectNode r = replyOf(rec);
         assertEquals(0, r.path("reply").path("result").asInt(), r.toString());
@@ -116,7 +117,7 @@ class RegistryTest {
     @Test
     void shouldAnswerAnUnknownServiceOrCommandOrBadParameterWithAnError() {
         YunoRuntime a = hub("A");
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> reg(a).deliver(cmd(null, "nope", "help", "rec", 1)));
         ObjectNode r = replyOf(rec);
         assertEquals(-1, r.path("reply").path("result").asInt());
@@ -132,7 +133,7 @@ class RegistryTest {
     @Test
     void shouldDropUndeliverableMessagesAndBounceOnlyWhenAsked() {
         YunoRuntime a = hub("A");
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         ObjectNode m = Kw.create();
         m.putObject("to").put("service", "nope");
         m.putObject("from").put("service", "rec");
@@ -151,7 +152,7 @@ class RegistryTest {
     @Test
     void shouldDispatchByTypeThenToTheGenericInput() {
         YunoRuntime a = hub("A");
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> a.yuno().service("svc").subscribe(null, rec.gobj()));
         ObjectNode go = Kw.create();
         go.put("to", "svc");
@@ -203,7 +204,7 @@ class RegistryTest {
         Wire ab = link(a, b);
         a.run(() -> reg(a).aliasLink(Registry.DEFAULT, ab));
         link(b, c);
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         // A does not know C: DEFAULT (B) does; C answers to A through the route it learnt from B's link.
         a.run(() -> reg(a).deliver(cmd("C", "svc", "hello times=5", "rec", 1)));
         ObjectNode r = replyOf(rec);
@@ -233,7 +234,7 @@ class RegistryTest {
         a.run(() -> reg(a).aliasLink(Registry.DEFAULT, ab));
         b.run(() -> reg(b).aliasLink(Registry.DEFAULT, bc));
         c.run(() -> reg(c).aliasLink(Registry.DEFAULT, ca));
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         a.run(() -> reg(a).deliver(cmd("Z", "svc", "help", "rec", 1)));
         ObjectNode r = replyOf(rec);
         assertTrue(r.path("reply").path("comment").asText().contains("too many hops"), r.toString());
@@ -244,7 +245,7 @@ class RegistryTest {
         YunoRuntime a = hub("A");
         YunoRuntime b = hub("B");
         Wire ab = link(a, b);
-        Recorder rec = a.recorder("rec");
+        Recorder rec = Recorder.create(a, "rec");
         ab.open = false;
         a.run(() -> reg(a).deliver(cmd("B", "svc", "help", "rec", 1)));
         assertTrue(replyOf(rec).path("reply").path("comment").asText().contains("not reachable"));

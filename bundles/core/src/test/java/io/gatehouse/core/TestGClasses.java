@@ -3,7 +3,6 @@ package io.gatehouse.core;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
@@ -21,7 +20,7 @@ final class TestGClasses {
 
     static final List<String> JOURNAL = new ArrayList<>();
 
-    static final Attr<Long> COUNT = Attr.integer("count", 0, AttrFlag.RSTATS, "Events handled");
+    static final Attr<Long> COUNT = Attr.counter("count", AttrFlag.RSTATS, "Events handled");
     static final Attr<String> LABEL = Attr.string("label", "", AttrFlag.WR, "A label");
     static final Attr<Long> LIMIT = Attr.integer("limit", 10, AttrFlag.PERSIST, "A persistent limit");
     static final Attr<Boolean> FLAG = Attr.bool("flag", false, AttrFlag.RD, "A flag");
@@ -45,7 +44,7 @@ final class TestGClasses {
 
         int acGo(String ev, ObjectNode kw, GObj src) {
             seenState = gobj.state();
-            gobj.set(COUNT, gobj.read(COUNT) + 1);
+            gobj.inc(COUNT);
             Kw.release(kw);
             return 0;
         }
@@ -59,11 +58,11 @@ final class TestGClasses {
         }
 
         int acEcho(String ev, ObjectNode kw, GObj src) {
-            gobj.set(COUNT, gobj.read(COUNT) + 1);
+            gobj.inc(COUNT);
             return gobj.publish("EV_ON_MESSAGE", kw);
         }
 
-        ObjectNode cmdHello(String cmd, ObjectNode kw, GObj src) {
+        ObjectNode cmdHello(ObjectNode kw, GObj src) {
             ObjectNode d = Kw.create();
             d.put("times", kw.get("times").asLong());
             d.put("who", kw.path("who").asText());
@@ -84,14 +83,15 @@ final class TestGClasses {
                     .on("EV_BACK", Node::acGo, "ST_A")
                     .publishes("EV_ON_MESSAGE")
                     .build())
-            .commands(CommandSpec.of("hello", "Say hello", Node::cmdHello,
-                    Param.integer("times", "1", "How many"), Param.string("who", "world", "To whom")))
+            .command("hello", "Say hello", Node::cmdHello,
+                    Param.integer("times", "1", "How many"), Param.string("who", "world", "To whom"))
             .acceptUnusedYunetaKeys("legacy_key")
             .factory(Node::new)
             .build();
 
     /** A gclass that must not be started by tree walks (like C_TCP). */
     static final GClassSpec<Node> MANUAL = GClassSpec.builder("C_MANUAL", Node.class)
+            .description("test node started by its owner only")
             .fsm(Fsm.<Node>builder().state("ST_A").on("EV_GO", Node::acGo).build())
             .manualStart()
             .factory(Node::new)

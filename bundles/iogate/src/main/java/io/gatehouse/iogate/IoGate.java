@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -6,7 +7,6 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -29,8 +29,9 @@ import java.util.regex.PatternSyntaxException;
 /**
  * C_IOGATE: routes messages between its C_CHANNEL children and the gobjs above it.
  *
- * <p>Port of {@code kernel/c/root-linux/src/c_iogate.c} @6043415535bd, with the seeds' broadcast copy rule
- * and stats envelope, and one addition (send_type 2).
+ * <p>Port of {@code kernel/c/root-linux/src/c_iogate.c} @6043415535bd, with what the C code lacks: a broadcast
+ * gives every channel its own copy of the bytes (the C code shared one buffer and sent empty frames after the
+ * first), stats answer the envelope, and one addition (send_type 2, round robin).
  *
  * <p><b>Up.</b> A message from a channel counts rx and is published under the same event with
  * {@code __temp__ = {"channel": <name>, "channel_gobj": <ref>}} added, so a reply put back with that
@@ -46,33 +47,28 @@ import java.util.regex.PatternSyntaxException;
  *   <li>2 (Gatehouse only): round robin, one message per open channel in turn.</li>
  * </ul>
  * txMsgs counts each channel that accepted the message. The sender always gets 0: a message with no open
- * channel is logged ("No channel FOUND to send") and dropped.
+ * channel is dropped; "No channel FOUND to send" is said once when that starts and once, with the count, when a
+ * channel takes messages again.
  *
  * <p><b>Stats</b>: the envelope {@code {"result":0,...,"data":{txMsgs, rxMsgs, txMsgsec, rxMsgsec,
  * maxtxMsgsec, maxrxMsgsec, "channels": {<name>: <the channel's bare stats>}}}}; rates as in {@link RateWindow}.
  */
 public final class IoGate implements GObjBehavior {
 
-    // --- Constants ---
+    // --- Attributes ---
 
+    /** The values of {@code send_type}. */
     public static final int SEND_ONE = 0;
     public static final int SEND_ALL = 1;
     public static final int SEND_ROUND_ROBIN = 2;
 
-    static final String TRACE_CONNECTION = "connection";
-    static final String TRACE_MESSAGES = "messages";
-
-    static final String IEV_EVENT = "__iev_event__";
-    static final String TEMP_CHANNEL = "channel";
-    static final String TEMP_CHANNEL_GOBJ = "channel_gobj";
-
-    // --- Attributes ---
-
     public static final Attr<Long> SEND_TYPE = Attr.integer("send_type", SEND_ONE, AttrFlag.RD | AttrFlag.WR,
             "0: one open channel at a time (sticky), 1: every open channel, 2: round robin per message");
 
-    /** The channel's own attribute, read by name (the gate does not know the channel classes). */
-    private static final Attr<Boolean> CHANNEL_OPENED = Attr.bool("opened", false, AttrFlag.RD, "Channel opened");
+    // --- Trace levels ---
+
+    static final String TRACE_CONNECTION = "connection";
+    static final String TRACE_MESSAGES = "messages";
 
     // --- FSM ---
 
@@ -95,41 +91,36 @@ public final class IoGate implements GObjBehavior {
                     Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE)
             .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
     private static final Param PM_CHANNEL_NAME = Param.string("channel_name", "",
             "Channel name, a regular expression (empty: every channel)");
     private static final Param PM_OPENED = Param.bool("opened", "false", "Only the opened channels");
 
-    private static final CommandSpec<IoGate> CMD_VIEW_CHANNELS =
-            CommandSpec.of("view-channels", "View channels.", IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_ENABLE_CHANNEL =
-            CommandSpec.of("enable-channel", "Enable channels.", IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_DISABLE_CHANNEL =
-            CommandSpec.of("disable-channel", "Disable channels.", IoGate::cmdDisableChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_TRACE_ON_CHANNEL =
-            CommandSpec.of("trace-on-channel", "Trace on channels.", IoGate::cmdTraceOnChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_TRACE_OFF_CHANNEL =
-            CommandSpec.of("trace-off-channel", "Trace off channels.", IoGate::cmdTraceOffChannel, PM_CHANNEL_NAME, PM_OPENED);
-    private static final CommandSpec<IoGate> CMD_RESET_STATS_CHANNEL =
-            CommandSpec.of("reset-stats-channel", "Reset stats of channels.", IoGate::cmdResetStatsChannel,
-                    PM_CHANNEL_NAME, PM_OPENED);
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
 
     public static final GClassSpec<IoGate> SPEC = GClassSpec.builder(GClassNames.C_IOGATE, IoGate.class)
             .description("Routes messages between its channels and the gobjs above: one, all or round robin")
             .attrs(SEND_TYPE)
             .fsm(FSM)
-            .commands(CMD_VIEW_CHANNELS, CMD_ENABLE_CHANNEL, CMD_DISABLE_CHANNEL, CMD_TRACE_ON_CHANNEL,
-                    CMD_TRACE_OFF_CHANNEL, CMD_RESET_STATS_CHANNEL)
-            .traceLevels(TRACE_CONNECTION, TRACE_MESSAGES)
+            .command("view-channels",       "View channels.",           IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED)
+            .command("enable-channel",      "Enable channels.",         IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("disable-channel",     "Disable channels.",        IoGate::cmdDisableChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("trace-on-channel",    "Trace on channels.",       IoGate::cmdTraceOnChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("trace-off-channel",   "Trace off channels.",      IoGate::cmdTraceOffChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .command("reset-stats-channel", "Reset stats of channels.", IoGate::cmdResetStatsChannel, PM_CHANNEL_NAME, PM_OPENED)
+            .traceLevel(TRACE_CONNECTION, "Trace channels opening and closing")
+            .traceLevel(TRACE_MESSAGES, "Trace every message routed, with its channel, size and kw")
             .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(IoGate::new)
             .build();
 
-    private static final JsonNodeFactory F = JsonNodeFactory.instance;
-
     // --- Private data ---
+
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
     private final GObj gobj;
     private final RateWindow msgs;
@@ -137,6 +128,12 @@ public final class IoGate implements GObjBehavior {
     private GObj currentChannel;
     /** send_type 2: the child index where the next search starts. */
     private int roundRobinNext;
+    /** Messages dropped because no channel could take them. */
+    private final Streak noChannel = new Streak();
+    /** Messages for a channel name (in {@code __temp__}) that is not a child. */
+    private final Streak unknownChannel = new Streak();
+    /** Messages whose {@code __send_type__} is unknown. */
+    private final Streak badSendType = new Streak();
 
     private IoGate(GObj gobj) {
         this.gobj = gobj;
@@ -144,6 +141,16 @@ public final class IoGate implements GObjBehavior {
     }
 
     // --- Framework methods ---
+
+    @Override
+    public void onCreate() {
+        checkSendType(gobj.readLong(SEND_TYPE));
+    }
+
+    @Override
+    public void onWriting(String attr) {
+        if (attr.equals(SEND_TYPE.name())) checkSendType(gobj.readLong(SEND_TYPE));
+    }
 
     @Override
     public void onChildAdded(GObj child) {
@@ -171,7 +178,39 @@ public final class IoGate implements GObjBehavior {
         return Envelope.ok(data);
     }
 
+    /**
+     * A live upgrade: the rate window, the channel send_type 0 sticks to, where round robin goes next, and the
+     * streaks of dropped messages. The channels themselves are children: they stay, open, with their own windows.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("msgs", msgs.exportState());
+        if (currentChannel != null) Kw.putRef(s, "current_channel", currentChannel);
+        s.put("round_robin_next", roundRobinNext);
+        ObjectNode st = s.putObject("streaks");
+        st.put("no_channel", noChannel.count());
+        st.put("unknown_channel", unknownChannel.count());
+        st.put("bad_send_type", badSendType.count());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_IOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        msgs.importState(state.get("msgs"));
+        currentChannel = Kw.ref(state, "current_channel", GObj.class);
+        roundRobinNext = state.path("round_robin_next").asInt(0);
+        JsonNode st = state.path("streaks");
+        noChannel.resume(st.path("no_channel").asLong(0));
+        unknownChannel.resume(st.path("unknown_channel").asLong(0));
+        badSendType.resume(st.path("bad_send_type").asLong(0));
+    }
+
     /** The counters and rates as last computed (no read). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }
@@ -187,27 +226,27 @@ public final class IoGate implements GObjBehavior {
 
     // --- Commands ---
 
-    private ObjectNode cmdViewChannels(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdViewChannels(ObjectNode kw, GObj src) {
         return forChannels(kw, null);
     }
 
-    private ObjectNode cmdEnableChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdEnableChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, GObj::enable);
     }
 
-    private ObjectNode cmdDisableChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdDisableChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, GObj::disable);
     }
 
-    private ObjectNode cmdTraceOnChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdTraceOnChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> setUserTraces(ch, true));
     }
 
-    private ObjectNode cmdTraceOffChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdTraceOffChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> setUserTraces(ch, false));
     }
 
-    private ObjectNode cmdResetStatsChannel(String cmd, ObjectNode kw, GObj src) {
+    private ObjectNode cmdResetStatsChannel(ObjectNode kw, GObj src) {
         return forChannels(kw, ch -> {
             ch.stats("__reset__", null, gobj);
             return 0;
@@ -274,8 +313,8 @@ public final class IoGate implements GObjBehavior {
                     String.valueOf(st.path(RateWindow.RX_MSGSEC).asLong()),
                     hasUserTraces(ch) ? "Y" : "",
                     ch.isDisabled() ? "Y" : "",
-                    stackAttr(ch, "sockname"),
-                    stackAttr(ch, "peername")}));
+                    stackAttr(ch, Kw.SOCKNAME),
+                    stackAttr(ch, Kw.PEERNAME)}));
         }
         String comment = gobj.yuno().role() + "^" + gobj.yuno().name() + ": " + (rows.size() - 2) + " channels";
         return Envelope.ok(comment, rows);
@@ -304,18 +343,18 @@ public final class IoGate implements GObjBehavior {
     }
 
     private static int setUserTraces(GObj ch, boolean on) {
-        for (String level : ch.gclass().traceLevels()) ch.setTrace(level, on);
+        for (String level : ch.gclass().traceLevels().keySet()) ch.setTrace(level, on);
         return 0;
     }
 
     private static boolean hasUserTraces(GObj ch) {
-        for (String level : ch.gclass().traceLevels()) {
+        for (String level : ch.gclass().traceLevels().keySet()) {
             if (ch.isTraced(level)) return true;
         }
         return false;
     }
 
-    // --- Actions: up ---
+    // --- Actions ---
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
         msgs.incRx();
@@ -325,9 +364,9 @@ public final class IoGate implements GObjBehavior {
     }
 
     private int acOnIevMessage(String event, ObjectNode kw, GObj src) {
-        JsonNode iev = kw.remove(IEV_EVENT);
+        JsonNode iev = kw.remove(Kw.IEV_EVENT);
         if (iev == null || !iev.isTextual() || iev.asText().isEmpty()) {
-            Glog.error(gobj, "EV_ON_IEV_MESSAGE without " + IEV_EVENT, "channel", src == null ? "" : src.name());
+            Glog.error(gobj, "EV_ON_IEV_MESSAGE without " + Kw.IEV_EVENT, "channel", src == null ? "" : src.name());
             Kw.release(kw);
             return -1;
         }
@@ -355,27 +394,25 @@ public final class IoGate implements GObjBehavior {
         return 0;
     }
 
-    private static void putTemp(ObjectNode kw, GObj channel) {
-        ObjectNode temp = kw.putObject(Kw.TEMP);
-        temp.put(TEMP_CHANNEL, channel == null ? "" : channel.name());
-        if (channel != null) Kw.putRef(temp, TEMP_CHANNEL_GOBJ, channel);
-    }
-
-    // --- Actions: down ---
-
     /** EV_SEND_MESSAGE and EV_SEND_IEV: choose the channel(s) and send the same event. Always answers 0. */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         JsonNode temp = kw.get(Kw.TEMP);
         if (temp != null && temp.isObject()) {
-            GObj ch = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            GObj ch = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (ch == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) {
                     ch = gobj.child(name);
                     if (ch == null) {
-                        Glog.error(gobj, "No channel FOUND to send", "channel", name, "event", event);
+                        if (unknownChannel.hit()) {
+                            Glog.error(gobj, "No channel FOUND to send: messages for it are dropped "
+                                    + "(said once until a named channel is found)", "channel", name, "event", event);
+                        }
                         Kw.release(kw);
                         return 0;
+                    }
+                    if (unknownChannel.active()) {
+                        Glog.info(gobj, "Named channels found again", "dropped", unknownChannel.end());
                     }
                 }
             }
@@ -393,7 +430,12 @@ public final class IoGate implements GObjBehavior {
             else sendTo(ch, event, kw);
         } else {
             if (sendType != SEND_ONE) {
-                Glog.error(gobj, "send_type unknown, sending to one channel", "send_type", sendType);
+                if (badSendType.hit()) {
+                    Glog.error(gobj, "send_type unknown, sending to one channel (said once until a known one comes)",
+                            "send_type", sendType);
+                }
+            } else if (badSendType.active()) {
+                Glog.info(gobj, "Known send types again", "unknown", badSendType.end());
             }
             GObj ch = stickyChannel();
             if (ch == null) noChannel(event, kw);
@@ -404,12 +446,23 @@ public final class IoGate implements GObjBehavior {
 
     private void sendTo(GObj ch, String event, ObjectNode kw) {
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
-        if (ch.send(event, kw, gobj) == 0) msgs.incTx();
+        if (ch.send(event, kw, gobj) == 0) {
+            msgs.incTx();
+            channelTookOne();
+        }
     }
 
+    /** Said once for a run of dropped messages: with every channel down, each message would say it. */
     private void noChannel(String event, ObjectNode kw) {
-        Glog.error(gobj, "No channel FOUND to send", "event", event);
+        if (noChannel.hit()) {
+            Glog.error(gobj, "No channel FOUND to send: messages are dropped until a channel takes one",
+                    "event", event);
+        }
         Kw.release(kw);
+    }
+
+    private void channelTookOne() {
+        if (noChannel.active()) Glog.info(gobj, "A channel takes messages again", "dropped", noChannel.end());
     }
 
     /**
@@ -445,7 +498,12 @@ public final class IoGate implements GObjBehavior {
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, open.get(last));
         if (open.get(last).send(event, kw, gobj) == 0) sent++;
         msgs.addTx(sent);
-        if (sent == 0) Glog.error(gobj, "No channel FOUND to send", "event", event);
+        if (sent > 0) {
+            channelTookOne();
+        } else if (noChannel.hit()) {
+            Glog.error(gobj, "No channel FOUND to send: messages are dropped until a channel takes one",
+                    "event", event);
+        }
     }
 
     /** send_type 0: the current channel while it is open and enabled, else the next open one after it. */
@@ -491,9 +549,9 @@ public final class IoGate implements GObjBehavior {
         GObj target = gobj.bottom();
         JsonNode temp = kw.get(Kw.TEMP);
         if (target == null && temp != null && temp.isObject()) {
-            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            target = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (target == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) {
                     target = gobj.child(name);
                     if (target == null) {
@@ -517,16 +575,17 @@ public final class IoGate implements GObjBehavior {
     }
 
     /**
-     * EV_PAUSE_INPUT / EV_RESUME_INPUT (seeds/001): to the channel of {@code __temp__} (the one the message came
-     * from), else to every open channel. The kw is passed to the one target, or copied per channel.
+     * EV_PAUSE_INPUT / EV_RESUME_INPUT (input flow control: the consumer's credit): to the channel of
+     * {@code __temp__} (the one the message came from), else to every open channel. The kw is passed to the one
+     * target, or copied per channel.
      */
     private int acFlowControl(String event, ObjectNode kw, GObj src) {
         JsonNode temp = kw.get(Kw.TEMP);
         GObj target = null;
         if (temp != null && temp.isObject()) {
-            target = Kw.ref(temp, TEMP_CHANNEL_GOBJ, GObj.class);
+            target = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
             if (target == null) {
-                String name = Kw.getString(temp, TEMP_CHANNEL, "");
+                String name = Kw.getString(temp, Kw.TEMP_CHANNEL, "");
                 if (!name.isEmpty()) target = gobj.child(name);
             }
         }
@@ -540,12 +599,25 @@ public final class IoGate implements GObjBehavior {
 
     // --- Local methods ---
 
+    private static void checkSendType(long sendType) {
+        if (sendType != SEND_ONE && sendType != SEND_ALL && sendType != SEND_ROUND_ROBIN) {
+            throw new IllegalArgumentException("send_type must be 0 (one), 1 (all) or 2 (round robin), not " + sendType);
+        }
+    }
+
+    private static void putTemp(ObjectNode kw, GObj channel) {
+        ObjectNode temp = kw.putObject(Kw.TEMP);
+        temp.put(Kw.TEMP_CHANNEL, channel == null ? "" : channel.name());
+        if (channel != null) Kw.putRef(temp, Kw.TEMP_CHANNEL_GOBJ, channel);
+    }
+
     private static boolean isChannel(GObj g) {
         return GClassNames.C_CHANNEL.equals(g.gclassName());
     }
 
+    /** A channel is open in ST_OPENED (api {@link St}): the gate reads no attribute of another gclass. */
     private static boolean isOpened(GObj ch) {
-        return ch.gclass().attr("opened") != null && ch.readBool(CHANNEL_OPENED);
+        return ch.inState(St.ST_OPENED);
     }
 
     private void traceMessage(String what, ObjectNode kw, GObj channel) {

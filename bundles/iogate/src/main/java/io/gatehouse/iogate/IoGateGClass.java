@@ -1,15 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassNames;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_IOGATE gclass as a DS service; core creates the gobjs. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=" + GClassNames.C_IOGATE)
-public final class IoGateGClass implements GClass {
-    @Override
-    public GClassSpec<?> spec() {
-        return IoGate.SPEC;
+/** C_IOGATE as a DS service. The gclass is declared in {@link IoGate}. */
+@Component(service = GClass.class)
+public final class IoGateGClass extends GClassComponent {
+    public IoGateGClass() {
+        super(IoGate.SPEC);
     }
 }

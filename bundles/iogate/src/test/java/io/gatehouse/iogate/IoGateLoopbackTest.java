@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,11 +10,12 @@ import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
-import io.gatehouse.core.Recorder;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,10 +35,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Real TCP4H over loopback: a server yuno and a client yuno, each an IOGATE over channels. */
+/**
+ * Real TCP4H over loopback: a server yuno and a client yuno, each an IOGATE over channels. The client runs on a
+ * {@link ManualClock}, so its reconnects happen when a test advances it; what the tests wait for is socket I/O.
+ */
 @Timeout(60)
 class IoGateLoopbackTest {
     private static final long WAIT = 10_000;
+    /** The client C_TCPs' timeout_between_connections, ms. */
+    private static final long RECONNECT_MS = 300;
+
+    private final ManualClock clientClock = new ManualClock();
 
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
     private final LogSink sink = (level, gobj, msg, fields) -> {
@@ -81,7 +90,7 @@ class IoGateLoopbackTest {
                     .append("{\"name\": \"out-").append(i).append("\", \"gclass\": \"C_PROT_TCP4H\", \"children\": [")
                     .append("{\"name\": \"out-").append(i).append("\", \"gclass\": \"C_TCP\", \"kw\": {")
                     .append("\"url\": \"tcp://127.0.0.1:").append(port).append("\", ")
-                    .append("\"timeout_between_connections\": 300}}]}]}");
+                    .append("\"timeout_between_connections\": ").append(RECONNECT_MS).append("}}]}]}");
         }
         return "{\"services\": [{\"name\": \"__output_side__\", \"gclass\": \"C_IOGATE\", "
                 + "\"kw\": {\"send_type\": " + sendType + "}, \"children\": [" + ch + "]}]}";
@@ -96,12 +105,13 @@ class IoGateLoopbackTest {
         int port = freePort();
         server = YunoRuntime.builder().name("srv").gclass(specs()).config(serverConfig(port, channels)).build();
         serverGate = server.service("__input_side__");
-        serverApp = server.recorder("server-app");
+        serverApp = Recorder.create(server, "server-app");
         server.run(() -> serverGate.subscribe(null, serverApp.gobj()));
         server.start();
-        client = YunoRuntime.builder().name("cli").gclass(specs()).config(clientConfig(port, channels, sendType)).build();
+        client = YunoRuntime.builder().name("cli").clock(clientClock).gclass(specs())
+                .config(clientConfig(port, channels, sendType)).build();
         clientGate = client.service("__output_side__");
-        clientApp = client.recorder("client-app");
+        clientApp = Recorder.create(client, "client-app");
         client.run(() -> clientGate.subscribe(null, clientApp.gobj()));
         client.start();
         assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, channels, WAIT), "client channels open");
@@ -121,6 +131,18 @@ class IoGateLoopbackTest {
 
     private static void send(YunoRuntime rt, GObj gate, ObjectNode kw) {
         rt.run(() -> gate.send(Ev.EV_SEND_MESSAGE, kw, null));
+    }
+
+    /**
+     * Moves the client's clock one reconnect delay at a time until it has seen {@code opens} EV_ON_OPENs: a
+     * reconnect that comes before the server freed its channel is refused, and C_TCP tries again a delay later.
+     */
+    private void reconnect(int opens) {
+        for (int i = 0; i < 20; i++) {
+            clientClock.advance(RECONNECT_MS);
+            if (clientApp.awaitCount(Ev.EV_ON_OPEN, opens, 1000)) return;
+        }
+        throw new AssertionError("the client did not reconnect: " + clientApp.events());
     }
 
     @Test
@@ -164,7 +186,9 @@ class IoGateLoopbackTest {
         client.run(() -> clientGate.send(Ev.EV_DROP, null, null));
         assertNotNull(clientApp.await(Ev.EV_ON_CLOSE, WAIT));
         assertNotNull(serverApp.await(Ev.EV_ON_CLOSE, WAIT));
-        assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, 2, WAIT), "reconnected");
+        clientClock.advance(RECONNECT_MS - 1);
+        assertEquals(1, clientApp.count(Ev.EV_ON_OPEN), "no reconnect before timeout_between_connections");
+        reconnect(2);
         assertTrue(serverApp.awaitCount(Ev.EV_ON_OPEN, 2, WAIT), "server channel free again");
         send(client, clientGate, msg("after-reconnect"));
         Recorder.Event got = serverApp.await(Ev.EV_ON_MESSAGE, WAIT);
@@ -174,7 +198,7 @@ class IoGateLoopbackTest {
         // the server side drops this time
         server.run(() -> serverGate.send(Ev.EV_DROP, null, null));
         assertTrue(clientApp.awaitCount(Ev.EV_ON_CLOSE, 2, WAIT));
-        assertTrue(clientApp.awaitCount(Ev.EV_ON_OPEN, 3, WAIT), "reconnected after the server dropped");
+        reconnect(3);
     }
 
     @Test

@@ -1,17 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.iogate;
 
-import io.gatehouse.channel.FakeTube;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
-import io.gatehouse.api.GClock;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
-import io.gatehouse.core.Recorder;
+import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -23,14 +25,15 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/** C_IOGATE over three C_CHANNELs with fake tubes below them: routing, copies, flow control, commands, logs. */
 @Timeout(30)
 class IoGateTest {
     private static final String CHANNEL = "{\"name\": \"%1$s\", \"gclass\": \"C_CHANNEL\", \"children\": ["
@@ -40,11 +43,7 @@ class IoGateTest {
             + "\"kw\": {\"send_type\": %s}, \"children\": [" + String.format(CHANNEL, "A", 1) + ", "
             + String.format(CHANNEL, "B", 2) + ", " + String.format(CHANNEL, "C", 3) + "]}]}";
 
-    private final AtomicLong now = new AtomicLong(1_000_000);
-    private final GClock clock = new GClock() {
-        @Override public long monotonicMillis() { return now.get(); }
-        @Override public long epochMillis() { return now.get(); }
-    };
+    private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
 
@@ -64,7 +63,7 @@ class IoGateTest {
                 .gclass(IoGate.SPEC, Channel.SPEC, FakeTube.SPEC)
                 .config(String.format(CONFIG, sendType)).build().start();
         gate = rt.service("gate");
-        app = rt.recorder("app");
+        app = Recorder.create(rt, "app");
         rt.run(() -> gate.subscribe(null, app.gobj()));
     }
 
@@ -104,6 +103,12 @@ class IoGateTest {
         ObjectNode env = rt.command("stats-yuno service=gate");
         assertEquals(0, env.get("result").asInt(), env.toString());
         return (ObjectNode) env.get("data");
+    }
+
+    private int count(String text) {
+        synchronized (logs) {
+            return (int) logs.stream().filter(l -> l.contains(text)).count();
+        }
     }
 
     private long gateTx() {
@@ -163,6 +168,50 @@ class IoGateTest {
         kw.putObject(Kw.TEMP).put("channel", "Z");
         assertEquals(0, send(kw));
         assertEquals(0, gateTx());
+    }
+
+    @Test
+    void shouldSayOnceThatNoChannelTakesMessagesAndOnceWhenOneDoesAgain() {
+        for (int i = 0; i < 5; i++) assertEquals(0, send(msg("lost-" + i)));
+        ObjectNode all = msg("lost-broadcast");
+        all.put(Kw.SEND_TYPE, IoGate.SEND_ALL);
+        send(all);
+        assertEquals(1, count("No channel FOUND to send"), logs.toString());
+        open("B");
+        send(msg("found"));
+        send(msg("found-2"));
+        assertEquals(List.of("found", "found-2"), payloads("B"));
+        assertEquals(1, count("A channel takes messages again {dropped=6}"), logs.toString());
+        close("B");
+        send(msg("lost-again"));
+        assertEquals(2, count("No channel FOUND to send"), "a new streak is said again: " + logs);
+    }
+
+    @Test
+    void shouldSayOnceThatANamedChannelIsNotFound() {
+        open("A");
+        for (int i = 0; i < 3; i++) {
+            ObjectNode kw = msg("for-z");
+            kw.putObject(Kw.TEMP).put("channel", "Z");
+            send(kw);
+        }
+        assertEquals(1, count("No channel FOUND to send"), logs.toString());
+        ObjectNode kw = msg("for-a");
+        kw.putObject(Kw.TEMP).put("channel", "A");
+        send(kw);
+        assertEquals(1, count("Named channels found again {dropped=3}"), logs.toString());
+        assertEquals(List.of("for-a"), payloads("A"));
+    }
+
+    @Test
+    void shouldRefuseAnUnknownSendType() {
+        rt.close();
+        assertThrows(ConfigException.class, () -> YunoRuntime.builder().name("bad").clock(clock)
+                .gclass(IoGate.SPEC, Channel.SPEC, FakeTube.SPEC).config(String.format(CONFIG, 3)).build());
+        start(0);
+        ObjectNode r = rt.command("write-attr service=gate attr=send_type value=7");
+        assertEquals(-1, r.get("result").asInt(), r.toString());
+        assertEquals(0L, (long) rt.call(() -> gate.readLong(IoGate.SEND_TYPE)), "the value stays");
     }
 
     // --- send_type 1 ---
@@ -359,21 +408,21 @@ class IoGateTest {
         open("A");
         statsData();                                       // opens the window
         for (int i = 0; i < 19; i++) send(msg("m"));
-        now.addAndGet(1900);
+        clock.advance(1900);
         ObjectNode d = statsData();
         assertEquals(10, d.get("txMsgsec").asLong());     // 19 / 1.9 s
         assertEquals(10, d.get("maxtxMsgsec").asLong());
         assertEquals(10, d.get("channels").get("A").get("txMsgsec").asLong());
         for (int i = 0; i < 30; i++) send(msg("m"));
-        now.addAndGet(500);
+        clock.advance(500);
         // a second reader (a parent reading the gate directly) 0.5 s later: last rates, window kept
         ObjectNode other = rt.call(() -> gate.stats("", null, null));
         assertEquals(10, other.get("data").get("txMsgsec").asLong());
-        now.addAndGet(1000);
+        clock.advance(1000);
         d = statsData();                                   // 30 msgs over 1.5 s since the first reader
         assertEquals(20, d.get("txMsgsec").asLong());
         assertEquals(20, d.get("maxtxMsgsec").asLong());
-        now.addAndGet(10_000);
+        clock.advance(10_000);
         d = statsData();
         assertEquals(0, d.get("txMsgsec").asLong());
         assertEquals(20, d.get("maxtxMsgsec").asLong());

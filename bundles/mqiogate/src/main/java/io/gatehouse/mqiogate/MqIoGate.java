@@ -6,11 +6,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -19,8 +19,6 @@ import io.gatehouse.api.Param;
 import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
-import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -28,93 +26,133 @@ import java.util.Locale;
 /**
  * C_MQIOGATE: sends each message to one of its C_QIOGATE children, chosen from a key of the message, or to all
  * of them. Each child is a persistent queue towards one destination, so an outage of one destination does not
- * stop the others. Port of {@code kernel/c/root-linux/src/c_mqiogate.c} @6043415, with the seeds' rules
- * (children must be C_QIOGATE, stats with the queue counters of each child) and a third method,
- * {@code consistent}.
+ * stop the others.
  *
- * <p>Methods:
- * <ul>
- *   <li>{@code lastdigits}: the last {@code digits} characters of {@code kw[key]}, read as decimal if they are
- *       all digits, else as hexadecimal (the longest valid prefix, C {@code strtol} style; nothing valid = 0),
- *       modulo the number of children. A key that is missing, not a string or empty is logged as an error and
- *       goes to the first child.</li>
- *   <li>{@code broadcast}: every child persists its own copy.</li>
- *   <li>{@code consistent}: rendezvous (highest random weight) hashing by child name:
- *       {@code score(child) = fmix64(FNV-1a-64(UTF-8(child name) + 0x00 + UTF-8(key)))}, compared unsigned;
- *       the highest score wins (ties: the earlier child). Adding a child moves only the keys that now score
- *       highest on it (about 1/(N+1) of them); removing or reordering children moves only the removed child's
- *       keys. The key is a string, or an integral number taken as its decimal text.</li>
- * </ul>
+ * <p>Port of {@code kernel/c/root-linux/src/c_mqiogate.c} @6043415, with what the C code lacks: children must be
+ * C_QIOGATE, an unknown method is a config error, stats carry each child's queue counters, and a third method,
+ * {@code consistent}. The key functions are in {@link KeyRouting}.
  *
- * <p>Durability hook: a kw carrying {@code __on_durable__} (a Runnable, see C_QIOGATE) keeps it for the chosen
- * child; with {@code broadcast} it runs once, when every child has its copy durable, and never if any child
- * could not store its copy.
+ * <p>Methods: {@code lastdigits} (the last {@code digits} characters of {@code kw[key]}, decimal or hexadecimal,
+ * modulo the number of children), {@code consistent} (rendezvous hashing by child name) and {@code broadcast}
+ * (every child persists its own copy). A message whose key is missing, not a string or empty goes to the first
+ * child; that is said once until a message has its key again.
+ *
+ * <p>Durability: C_MQIOGATE {@link GClassSpec#confirmsDurability() confirms durability} for its children. A
+ * routed message goes to its child with the sender's {@link Kw#DURABLE} dict and the sender as source, so the
+ * child answers {@link Ev#EV_ON_DURABLE} to the sender itself. With {@code broadcast} every copy carries a join:
+ * the children answer this gate, and the sender gets its EV_ON_DURABLE once, when every child has its copy
+ * durable, and never if any child could not store its copy.
+ *
+ * <p>Live upgrade: a join lives in the children's durability waits, not in this gate, and is a JSON dict (the
+ * copies left, whether one failed) holding the sender and its dict by reference: api and Jackson types, which any
+ * revision reads. So a join begun by one revision is completed by the next, with nothing to hand over for it.
  */
 public final class MqIoGate implements GObjBehavior {
 
-    public static final String ON_DURABLE = "__on_durable__";
-
-    static final String LASTDIGITS = "lastdigits";
-    static final String BROADCAST = "broadcast";
-    static final String CONSISTENT = "consistent";
-
     // --- Attributes ---
 
-    static final Attr<String> METHOD = Attr.string("method", LASTDIGITS, AttrFlag.RD,
+    /** The values of {@code method}. */
+    enum Method {
+        LASTDIGITS, BROADCAST, CONSISTENT;
+
+        /** The method of a configured name (any case, blanks around it ignored), or null for an unknown one. */
+        static Method of(String name) {
+            if (name == null) return null;
+            switch (name.trim().toLowerCase(Locale.ROOT)) {
+                case "lastdigits": return LASTDIGITS;
+                case "broadcast": return BROADCAST;
+                case "consistent": return CONSISTENT;
+                default: return null;
+            }
+        }
+
+        String configName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    static final Attr<String> METHOD = Attr.string("method", "lastdigits", AttrFlag.RD,
             "How a message finds its child: lastdigits, broadcast or consistent");
     static final Attr<Long> DIGITS = Attr.integer("digits", 1, AttrFlag.RD,
             "lastdigits: number of trailing characters of the key used");
     static final Attr<String> KEY = Attr.string("key", "id", AttrFlag.RD,
             "Path of the key in the message (backquote-separated for nesting)");
 
-    static final Attr<?>[] ATTRS = {METHOD, DIGITS, KEY};
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
 
     // --- FSM ---
 
     static final Fsm<MqIoGate> FSM = Fsm.<MqIoGate>builder()
         .state(St.ST_IDLE)
             .on(Ev.EV_SEND_MESSAGE, MqIoGate::acSendMessage)
+            .on(Ev.EV_ON_DURABLE,   MqIoGate::acOnDurable)
             .ignore(Ev.EV_STOPPED)
         .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
-    @SuppressWarnings("unchecked")
-    static final CommandSpec<MqIoGate>[] COMMANDS = new CommandSpec[] {
-        CommandSpec.<MqIoGate>of("view-channels", "View the channels of every C_IOGATE below",
-            (self, cmd, kw, src) -> self.cmdViewChannels(kw),
-            Param.string("channel_name", "", "Regular expression searched in the channel name"),
-            Param.bool("opened", "false", "Only opened channels")),
-        CommandSpec.<MqIoGate>of("which-child", "Which child a key goes to with the configured method",
-            (self, cmd, kw, src) -> self.cmdWhichChild(kw),
-            Param.string("key", null, "The key value (a string)"))
-    };
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
 
-    static final String TRACE_MESSAGES = "messages";
+    public static final GClassSpec<MqIoGate> SPEC = GClassSpec.builder(GClassNames.C_MQIOGATE, MqIoGate.class)
+            .description("Sends each message to one of its C_QIOGATE children (lastdigits, consistent) or to all")
+            .attrs(METHOD, DIGITS, KEY)
+            .fsm(FSM)
+            .command("view-channels", "View the channels of every C_IOGATE below", MqIoGate::cmdViewChannels,
+                    Param.string("channel_name", "", "Regular expression searched in the channel name"),
+                    Param.bool("opened", "false", "Only opened channels"))
+            .command("which-child", "Which child a key goes to with the configured method", MqIoGate::cmdWhichChild,
+                    Param.string("key", null, "The key value (a string)"))
+            .traceLevel(TRACE_MESSAGES, "Trace which child each message is routed to, or how many a broadcast reached")
+            .confirmsDurability()
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
+            .factory(MqIoGate::new)
+            .build();
 
-    // --- Fields ---
+    // --- Private data ---
+
+    /**
+     * In the {@link Kw#DURABLE} dict of a broadcast copy: the join of its message, one dict shared by reference by
+     * every copy: {@code left} (copies still to be durable), {@code failed} (a child refused its copy), and
+     * references to the sender ({@code reply_to}) and to the dict it sent ({@code durable}).
+     */
+    private static final String JOIN = "join";
+    private static final String JOIN_LEFT = "left";
+    private static final String JOIN_FAILED = "failed";
+    private static final String JOIN_REPLY_TO = "reply_to";
+    private static final String JOIN_DURABLE = "durable";
+
+    /** Where a message goes: the child index, and why it went to the first child instead (null: it did not). */
+    private record Route(int index, String fault) {}
 
     private final GObj gobj;
-    private String method;
+    private final Streak badKey = new Streak();
+    private final Streak noDestination = new Streak();
+    private final Streak copyRefused = new Streak();
 
     MqIoGate(GObj gobj) {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
-        method = String.valueOf(gobj.read(METHOD)).trim().toLowerCase(Locale.ROOT);
-        if (!method.equals(LASTDIGITS) && !method.equals(BROADCAST) && !method.equals(CONSISTENT)) {
+        Method m = Method.of(gobj.read(METHOD));
+        if (m == null) {
             throw new IllegalArgumentException("method '" + gobj.read(METHOD)
                     + "' unknown: use lastdigits, broadcast or consistent");
         }
-        if (!method.equals(BROADCAST)) {
+        // The attribute holds the canonical name from now on: each message reads it as it is.
+        gobj.set(METHOD, m.configName());
+        if (m != Method.BROADCAST) {
             String key = gobj.read(KEY);
             if (key == null || key.isEmpty()) throw new IllegalArgumentException("key EMPTY");
         }
-        if (method.equals(LASTDIGITS) && gobj.readLong(DIGITS) < 1) {
+        if (m == Method.LASTDIGITS && gobj.readLong(DIGITS) < 1) {
             throw new IllegalArgumentException("digits must be >= 1");
         }
     }
@@ -133,189 +171,27 @@ public final class MqIoGate implements GObjBehavior {
         return 0;
     }
 
-    private List<GObj> destinations() {
-        List<GObj> out = new ArrayList<>();
-        for (GObj c : gobj.children()) {
-            if (GClassNames.C_QIOGATE.equals(c.gclassName()) && !c.isDestroyed()) out.add(c);
-        }
-        return out;
+    /** A live upgrade: the streaks. The joins in flight need nothing (see the class comment). */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        ObjectNode st = s.putObject("streaks");
+        st.put("bad_key", badKey.count());
+        st.put("no_destination", noDestination.count());
+        st.put("copy_refused", copyRefused.count());
+        return s;
     }
 
-    // --- Actions ---
-
-    private int acSendMessage(String event, ObjectNode kw, GObj src) {
-        List<GObj> dst = destinations();
-        if (dst.isEmpty()) {
-            Glog.error(gobj, "C_QIOGATE WITHOUT destine");
-            Kw.release(kw);
-            return -1;
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_MQIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
         }
-        if (method.equals(BROADCAST)) return broadcast(dst, kw);
-        int i = method.equals(CONSISTENT) ? consistentIndex(kw, dst) : lastdigitsIndex(kw, dst.size());
-        GObj child = dst.get(i);
-        if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "message routed", "child", child.name(), "method", method);
-        return child.send(Ev.EV_SEND_MESSAGE, kw, gobj);
+        JsonNode st = state.path("streaks");
+        badKey.resume(st.path("bad_key").asLong(0));
+        noDestination.resume(st.path("no_destination").asLong(0));
+        copyRefused.resume(st.path("copy_refused").asLong(0));
     }
-
-    /**
-     * Every child gets its own copy (JSON deep-copied, gbuffer duplicated with its own read index); the last
-     * child takes the original. The durable hook runs once every child has told its copy is durable.
-     */
-    private int broadcast(List<GObj> dst, ObjectNode kw) {
-        Runnable onDurable = Kw.ref(kw, ON_DURABLE, Runnable.class);
-        kw.remove(ON_DURABLE);
-        int[] left = {dst.size()};
-        Runnable each = onDurable == null ? null : () -> {
-            if (--left[0] == 0) onDurable.run();
-        };
-        ByteBuf buf = Kw.gbuffer(kw);
-        int ret = 0;
-        for (int i = 0; i < dst.size(); i++) {
-            ObjectNode k = kw;
-            if (i < dst.size() - 1) {
-                k = kw.deepCopy();
-                if (buf != null) Kw.putRef(k, Kw.GBUFFER, buf.retainedDuplicate());
-            }
-            if (each != null) Kw.putRef(k, ON_DURABLE, each);
-            int r = dst.get(i).send(Ev.EV_SEND_MESSAGE, k, gobj);
-            if (r < 0) {
-                ret = r;
-                Glog.error(gobj, "Broadcast: a child could not store its copy", "child", dst.get(i).name());
-            }
-        }
-        return ret;
-    }
-
-    int lastdigitsIndex(JsonNode kw, int n) {
-        String path = gobj.read(KEY);
-        JsonNode v = Kw.get(kw, path);
-        if (v == null || v.isNull()) {
-            Glog.error(gobj, "path NOT FOUND, message goes to the first child", "key", path);
-            return 0;
-        }
-        if (!v.isTextual()) {
-            Glog.error(gobj, "path MUST BE a json str, message goes to the first child", "key", path,
-                    "type", v.getNodeType().name().toLowerCase(Locale.ROOT));
-            return 0;
-        }
-        String s = v.asText();
-        if (s.isEmpty()) {
-            Glog.error(gobj, "key value WITHOUT LENGTH, message goes to the first child", "key", path);
-            return 0;
-        }
-        return lastdigits(s, (int) Math.min(Integer.MAX_VALUE, gobj.readLong(DIGITS)), n);
-    }
-
-    /** The child index of a non-empty key value with {@code lastdigits}. */
-    static int lastdigits(String value, int digits, int n) {
-        String tail = value.substring(Math.max(0, value.length() - digits));
-        if (tail.length() <= 18 && allDecimal(tail)) {
-            return (int) (Long.parseLong(tail) % n);   // fits a long: the usual case, no BigInteger per message
-        }
-        BigInteger x = allDecimal(tail) ? new BigInteger(tail) : hexPrefix(tail);
-        if (x.signum() < 0) return 0;
-        return x.mod(BigInteger.valueOf(n)).intValue();
-    }
-
-    private static boolean allDecimal(String s) {
-        if (s.isEmpty()) return false;
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c < '0' || c > '9') return false;
-        }
-        return true;
-    }
-
-    /** C strtol(s, NULL, 16): leading blanks, a sign, an optional 0x, then hex digits while valid; none = 0. */
-    static BigInteger hexPrefix(String s) {
-        int i = 0;
-        while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
-        boolean neg = false;
-        if (i < s.length() && (s.charAt(i) == '+' || s.charAt(i) == '-')) {
-            neg = s.charAt(i) == '-';
-            i++;
-        }
-        if (i + 2 < s.length() && s.charAt(i) == '0' && (s.charAt(i + 1) == 'x' || s.charAt(i + 1) == 'X')
-                && hex(s.charAt(i + 2)) >= 0) {
-            i += 2;
-        }
-        int start = i;
-        while (i < s.length() && hex(s.charAt(i)) >= 0) i++;
-        if (i == start) return BigInteger.ZERO;
-        BigInteger v = new BigInteger(s.substring(start, i), 16);
-        return neg ? v.negate() : v;
-    }
-
-    private static int hex(char c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    }
-
-    int consistentIndex(JsonNode kw, List<GObj> dst) {
-        String path = gobj.read(KEY);
-        String key = consistentKey(Kw.get(kw, path));
-        if (key == null) {
-            Glog.error(gobj, "key missing, empty or not a string/integer: message goes to the first child",
-                    "key", path);
-            return 0;
-        }
-        List<String> names = new ArrayList<>(dst.size());
-        for (GObj c : dst) names.add(c.name());
-        return rendezvous(key, names);
-    }
-
-    static String consistentKey(JsonNode v) {
-        if (v == null) return null;
-        String s;
-        if (v.isTextual()) s = v.asText();
-        else if (v.isIntegralNumber()) s = v.asText();
-        else return null;
-        return s.isEmpty() ? null : s;
-    }
-
-    /** Rendezvous hashing: the index of the name with the highest score for the key (ties: the first). */
-    static int rendezvous(String key, List<String> names) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        int best = 0;
-        long bestScore = 0;
-        for (int i = 0; i < names.size(); i++) {
-            long s = score(names.get(i).getBytes(StandardCharsets.UTF_8), k);
-            if (i == 0 || Long.compareUnsigned(s, bestScore) > 0) {
-                best = i;
-                bestScore = s;
-            }
-        }
-        return best;
-    }
-
-    /** {@code fmix64(FNV-1a-64(name + 0x00 + key))}. */
-    static long score(byte[] name, byte[] key) {
-        long h = 0xcbf29ce484222325L;
-        for (byte b : name) {
-            h ^= (b & 0xff);
-            h *= 0x100000001b3L;
-        }
-        h *= 0x100000001b3L; // the 0x00 separator byte (xor with 0 is a no-op)
-        for (byte b : key) {
-            h ^= (b & 0xff);
-            h *= 0x100000001b3L;
-        }
-        return fmix64(h);
-    }
-
-    /** MurmurHash3's 64-bit finaliser: every input bit affects every output bit. */
-    static long fmix64(long h) {
-        h ^= h >>> 33;
-        h *= 0xff51afd7ed558ccdL;
-        h ^= h >>> 33;
-        h *= 0xc4ceb9fe1a85ec53L;
-        h ^= h >>> 33;
-        return h;
-    }
-
-    // --- Stats ---
 
     /** The envelope with one entry per child: that C_QIOGATE's stats data (its bottom's counters and rates too). */
     @Override
@@ -335,7 +211,7 @@ public final class MqIoGate implements GObjBehavior {
     // --- Commands ---
 
     /** view-channels of every C_IOGATE below, in one table: header, separator, the channel rows of each gate. */
-    private ObjectNode cmdViewChannels(ObjectNode kw) {
+    private ObjectNode cmdViewChannels(ObjectNode kw, GObj src) {
         List<GObj> gates = new ArrayList<>();
         collectIoGates(gobj, gates);
         ArrayNode rows = Kw.MAPPER.createArrayNode();
@@ -367,31 +243,156 @@ public final class MqIoGate implements GObjBehavior {
         return Envelope.ok(gobj.yuno().role() + "^" + gobj.yuno().name() + ": " + channels + " channels", rows);
     }
 
+    /** Where a key goes with the configured method; a key the method cannot use answers its fault too. */
+    private ObjectNode cmdWhichChild(ObjectNode kw, GObj src) {
+        JsonNode k = kw.get("key");
+        if (k == null || k.isNull()) return Envelope.error("which-child needs key=VALUE");
+        List<GObj> dst = destinations();
+        if (dst.isEmpty()) return Envelope.error("C_QIOGATE WITHOUT destine");
+        ObjectNode d = Kw.create();
+        d.put("method", gobj.read(METHOD));
+        d.set("key", k.deepCopy());
+        if (method() == Method.BROADCAST) {
+            ArrayNode all = d.putArray("children");
+            for (GObj c : dst) all.add(c.name());
+            return Envelope.ok(d);
+        }
+        ObjectNode probe = Kw.create();
+        Kw.set(probe, gobj.read(KEY), k.deepCopy());
+        Route r = route(probe, dst);
+        d.put("index", r.index());
+        d.put("child", dst.get(r.index()).name());
+        if (r.fault() != null) d.put("fault", r.fault());
+        return Envelope.ok(d);
+    }
+
+    // --- Actions ---
+
+    private int acSendMessage(String event, ObjectNode kw, GObj src) {
+        List<GObj> dst = destinations();
+        if (dst.isEmpty()) {
+            if (noDestination.hit()) {
+                Glog.error(gobj, "C_QIOGATE WITHOUT destine: messages are refused until a child is there");
+            }
+            Kw.release(kw);
+            return -1;
+        }
+        if (noDestination.active()) Glog.info(gobj, "C_QIOGATE children back", "refused", noDestination.end());
+        if (method() == Method.BROADCAST) return broadcast(dst, kw, src);
+        Route r = route(kw, dst);
+        if (r.fault() != null) {
+            if (badKey.hit()) {
+                Glog.error(gobj, r.fault() + ": messages go to the first child (said once until a message has its key)",
+                        "key", gobj.read(KEY), "method", gobj.read(METHOD));
+            }
+        } else if (badKey.active()) {
+            Glog.info(gobj, "Messages carry their key again", "sent_to_first_child", badKey.end());
+        }
+        GObj child = dst.get(r.index());
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message routed", "child", child.name(), "method", gobj.read(METHOD));
+        }
+        // The sender stays the source: the child answers EV_ON_DURABLE to it, not to this gate.
+        return child.send(Ev.EV_SEND_MESSAGE, kw, src);
+    }
+
+    /** A child has a broadcast copy durable: the sender is told when the last copy is. */
+    private int acOnDurable(String event, ObjectNode kw, GObj src) {
+        ObjectNode j = Kw.ref(kw, JOIN, ObjectNode.class);
+        if (j == null || j.path(JOIN_FAILED).asBoolean()) return 0;
+        int left = j.path(JOIN_LEFT).asInt() - 1;
+        j.put(JOIN_LEFT, left);
+        if (left > 0) return 0;
+        GObj replyTo = Kw.ref(j, JOIN_REPLY_TO, GObj.class);
+        ObjectNode durable = Kw.ref(j, JOIN_DURABLE, ObjectNode.class);
+        if (replyTo != null && !replyTo.isDestroyed() && durable != null) {
+            replyTo.send(Ev.EV_ON_DURABLE, durable, gobj);
+        }
+        return 0;
+    }
+
+    // --- Local methods ---
+
+    private Method method() {
+        return Method.of(gobj.read(METHOD));
+    }
+
+    private List<GObj> destinations() {
+        List<GObj> out = new ArrayList<>();
+        for (GObj c : gobj.children()) {
+            if (GClassNames.C_QIOGATE.equals(c.gclassName()) && !c.isDestroyed()) out.add(c);
+        }
+        return out;
+    }
+
+    /** The child of a message with {@code lastdigits} or {@code consistent}: the first one when the key is unusable. */
+    private Route route(JsonNode kw, List<GObj> dst) {
+        JsonNode v = Kw.get(kw, gobj.read(KEY));
+        if (method() == Method.CONSISTENT) {
+            String key = KeyRouting.consistentKey(v);
+            if (key == null) return new Route(0, "key missing, empty or not a string/integer");
+            List<String> names = new ArrayList<>(dst.size());
+            for (GObj c : dst) names.add(c.name());
+            return new Route(KeyRouting.rendezvous(key, names), null);
+        }
+        String fault = KeyRouting.lastdigitsFault(v);
+        if (fault != null) return new Route(0, fault);
+        int digits = (int) Math.min(Integer.MAX_VALUE, gobj.readLong(DIGITS));
+        return new Route(KeyRouting.lastdigits(v.asText(), digits, dst.size()), null);
+    }
+
+    /**
+     * Every child gets its own copy (JSON deep-copied, gbuffer duplicated with its own read index); the last
+     * child takes the original. The sender's EV_ON_DURABLE waits for every child's copy (a {@link #JOIN join}).
+     */
+    private int broadcast(List<GObj> dst, ObjectNode kw, GObj src) {
+        JsonNode d = kw.remove(Kw.DURABLE);
+        ObjectNode join = d instanceof ObjectNode ? join((ObjectNode) d, src, dst.size()) : null;
+        ByteBuf buf = Kw.gbuffer(kw);
+        int ret = 0;
+        int stored = 0;
+        for (int i = 0; i < dst.size(); i++) {
+            ObjectNode k = kw;
+            if (i < dst.size() - 1) {
+                k = kw.deepCopy();
+                if (buf != null) Kw.putRef(k, Kw.GBUFFER, buf.retainedDuplicate());
+            }
+            if (join != null) Kw.putRef(k.putObject(Kw.DURABLE), JOIN, join);
+            int r = dst.get(i).send(Ev.EV_SEND_MESSAGE, k, gobj);
+            if (r < 0) {
+                ret = r;
+                if (join != null) join.put(JOIN_FAILED, true);
+                if (copyRefused.hit()) {
+                    Glog.error(gobj, "Broadcast: a child could not store its copy (said once until every child stores)",
+                            "child", dst.get(i).name());
+                }
+            } else {
+                stored++;
+            }
+        }
+        if (stored == dst.size() && copyRefused.active()) {
+            Glog.info(gobj, "Broadcast: every child stores its copy again", "refused", copyRefused.end());
+        }
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message broadcast", "children", dst.size(), "stored", stored);
+        }
+        return ret;
+    }
+
+    /** The join of a broadcast message of {@code copies} copies (see {@link #JOIN}). */
+    private static ObjectNode join(ObjectNode durable, GObj replyTo, int copies) {
+        ObjectNode j = Kw.create();
+        j.put(JOIN_LEFT, copies);
+        j.put(JOIN_FAILED, false);
+        if (replyTo != null) Kw.putRef(j, JOIN_REPLY_TO, replyTo);
+        Kw.putRef(j, JOIN_DURABLE, durable);
+        return j;
+    }
+
     private static void collectIoGates(GObj g, List<GObj> out) {
         for (GObj c : g.children()) {
             if (GClassNames.C_IOGATE.equals(c.gclassName())) out.add(c);
             collectIoGates(c, out);
         }
-    }
-
-    private ObjectNode cmdWhichChild(ObjectNode kw) {
-        JsonNode k = kw.get("key");
-        if (k == null || k.isNull()) return Envelope.error("which-child needs key=VALUE");
-        List<GObj> dst = destinations();
-        if (dst.isEmpty()) return Envelope.error("C_QIOGATE WITHOUT destine");
-        ObjectNode probe = Kw.create();
-        Kw.set(probe, gobj.read(KEY), k.deepCopy());
-        ObjectNode d = Kw.create();
-        d.put("method", method);
-        d.set("key", k.deepCopy());
-        if (method.equals(BROADCAST)) {
-            ArrayNode all = d.putArray("children");
-            for (GObj c : dst) all.add(c.name());
-            return Envelope.ok(d);
-        }
-        int i = method.equals(CONSISTENT) ? consistentIndex(probe, dst) : lastdigitsIndex(probe, dst.size());
-        d.put("index", i);
-        d.put("child", dst.get(i).name());
-        return Envelope.ok(d);
     }
 }

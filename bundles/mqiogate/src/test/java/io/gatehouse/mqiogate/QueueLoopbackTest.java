@@ -17,6 +17,9 @@ import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.testkit.AckPeer;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Recorder;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,11 +46,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The whole queued output stack over loopback TCP with the real trqueue: C_MQIOGATE > C_QIOGATE > C_IOGATE >
- * C_CHANNEL > C_PROT_TCP4H > C_TCP, towards peer yunos (C_IOGATE + C_TCP_S + channels + an acking gobj).
+ * C_CHANNEL > C_PROT_TCP4H > C_TCP, towards peer yunos (C_IOGATE + C_TCP_S + channels + an acking gobj). The
+ * gateway runs on a {@link ManualClock}: ack timeouts, nack delays and reconnects happen when a test advances it;
+ * what the tests wait for in real time is socket I/O only.
  */
 @Timeout(90)
 class QueueLoopbackTest {
     private static final long WAIT = 15_000;
+    /** The gateway's C_TCP reconnect delay (timeout_between_connections), ms. */
+    private static final long RECONNECT_MS = 200;
 
     @TempDir
     Path tmp;
@@ -56,6 +63,7 @@ class QueueLoopbackTest {
     private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + ": " + msg + " " + fields);
     private final List<YunoRuntime> runtimes = new ArrayList<>();
     private TrQueueFactoryImpl factory;
+    private final ManualClock clock = new ManualClock();
 
     @BeforeEach
     void setUp() {
@@ -85,6 +93,7 @@ class QueueLoopbackTest {
         }
     }
 
+    /** Waits for socket I/O: polls {@code cond}, bounded in time. */
     static void eventually(BooleanSupplier cond, long timeoutMs, String what) {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (!cond.getAsBoolean()) {
@@ -94,6 +103,23 @@ class QueueLoopbackTest {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new AssertionError(e);
+            }
+        }
+    }
+
+    /**
+     * Moves the gateway's clock one reconnect delay at a time until {@code cond} holds: each step lets C_TCP try
+     * again, and the connection itself is I/O.
+     */
+    void reconnectUntil(BooleanSupplier cond, String what) {
+        long deadline = System.currentTimeMillis() + WAIT;
+        while (!cond.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) throw new AssertionError("timed out waiting: " + what);
+            clock.advance(RECONNECT_MS);
+            try {
+                eventually(cond, 200, what);
+            } catch (AssertionError notYet) {
+                // the connect failed or is still on its way: try again after the next reconnect delay
             }
         }
     }
@@ -135,7 +161,7 @@ class QueueLoopbackTest {
                 + "{\"name\": \"" + name + "\", \"gclass\": \"C_CHANNEL\", \"children\": ["
                 + "{\"name\": \"" + name + "\", \"gclass\": \"C_PROT_TCP4H\", \"children\": ["
                 + "{\"name\": \"" + name + "\", \"gclass\": \"C_TCP\", \"kw\": {\"url\": \"tcp://127.0.0.1:" + port
-                + "\", \"timeout_between_connections\": 200}}]}]}]}]}";
+                + "\", \"timeout_between_connections\": " + RECONNECT_MS + "}}]}]}]}]}";
     }
 
     YunoRuntime client(Path data, String mkw, String qkw, int... ports) {
@@ -144,9 +170,10 @@ class QueueLoopbackTest {
         String cfg = "{\"services\": [{\"name\": \"__output_side__\", \"gclass\": \"C_MQIOGATE\", \"kw\": " + mkw
                 + ", \"children\": [" + String.join(", ", children) + "]}]}";
         List<GClassSpec<?>> specs = new ArrayList<>(List.of(transport()));
-        specs.add(MqIoGateGClass.SPEC);
-        specs.add(QIoGateGClass.spec(factory));
-        YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(data).gclasses(specs).config(cfg).build().start();
+        specs.add(MqIoGate.SPEC);
+        specs.add(new QIoGateGClass(factory).spec());
+        YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(data).clock(clock).gclasses(specs).config(cfg)
+                .build().start();
         runtimes.add(rt);
         return rt;
     }
@@ -170,7 +197,7 @@ class QueueLoopbackTest {
         return r.path("data").path("link_open").asBoolean();
     }
 
-    // --- the seed example (seeds/000) ---
+    // --- the example configuration of the Yuneta gateway documentation ---
 
     @Test
     void shouldBuildTheSeedExampleUnchanged() throws IOException {
@@ -187,9 +214,9 @@ class QueueLoopbackTest {
                 + "    ]\n"
                 + "}]}";
         List<GClassSpec<?>> specs = new ArrayList<>(List.of(transport()));
-        specs.add(MqIoGateGClass.SPEC);
-        specs.add(QIoGateGClass.spec(null));
-        YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(tmp.resolve("seed")).gclasses(specs)
+        specs.add(MqIoGate.SPEC);
+        specs.add(new QIoGateGClass(null).spec());
+        YunoRuntime rt = YunoRuntime.builder().name("gw").dataDir(tmp.resolve("seed")).clock(clock).gclasses(specs)
                 .extension(TrQueueFactory.class, factory).config(seed).build();
         runtimes.add(rt);
         rt.start();
@@ -266,6 +293,7 @@ class QueueLoopbackTest {
         assertEquals(expectedIds(1, 100), peer0.acker.ids());
 
         Peer peer1b = new Peer("peer1b", p1);
+        reconnectUntil(() -> linkOpen(gw, "output-1"), "link to peer1 open again");
         assertTrue(peer1b.acker.awaitReceived(50, WAIT), "everything arrives when it is back");
         eventually(() -> inQueue(gw, "output-1") == 0, WAIT, "output-1 drained");
         assertEquals(expectedIds(51, 100), dedupInOrder(peer1b.acker.ids()));
@@ -292,11 +320,16 @@ class QueueLoopbackTest {
         send(gw, "{\"id\": \"a\"}");
         send(gw, "{\"id\": \"b\"}");
         send(gw, "{\"id\": \"c\"}");
-        eventually(() -> inQueue(gw, "output-0") == 0, WAIT, "everything acked in the end");
-        List<String> ids = peer.acker.ids();
-        assertEquals(List.of("a", "b", "c"), ids.subList(0, 3));
-        assertEquals(5, ids.size(), ids.toString());
-        assertTrue(ids.subList(3, 5).containsAll(List.of("a", "b")), ids.toString());
+        eventually(() -> childStats(gw, "output-0").get("nacks").asInt() == 1 && inQueue(gw, "output-0") == 2, WAIT,
+                "c acked, b nacked, a unanswered");
+        clock.advance(200);
+        eventually(() -> inQueue(gw, "output-0") == 1, WAIT, "b sent again after retry_delay and acked");
+        assertEquals(List.of("a", "b", "c", "b"), peer.acker.ids());
+        clock.advance(799);
+        assertEquals(4, peer.acker.ids().size(), "a waits for timeout_ack");
+        clock.advance(1);
+        eventually(() -> inQueue(gw, "output-0") == 0, WAIT, "a sent again after timeout_ack and acked");
+        assertEquals(List.of("a", "b", "c", "b", "a"), peer.acker.ids());
         JsonNode st = childStats(gw, "output-0");
         assertEquals(2, st.get("retries").asInt(), st.toString());
         assertEquals(1, st.get("nacks").asInt(), st.toString());
@@ -326,20 +359,20 @@ class QueueLoopbackTest {
         eventually(() -> inQueue(gw2, "output-0") == 0, WAIT, "acked after the restart");
     }
 
-    // --- durability hook with the real store ---
+    // --- durability with the real store ---
 
     @Test
     void shouldTellDurableAfterTheGroupCommit() {
         YunoRuntime gw = client(tmp.resolve("gw"), "{\"method\": \"broadcast\"}", "\"fsync_policy\": \"interval\"",
                 freePort(), freePort());
-        AtomicInteger told = new AtomicInteger();
+        Recorder sender = Recorder.create(gw, "sender");
         gw.run(() -> {
             ObjectNode kw = Kw.create().put("id", "1");
-            Kw.putRef(kw, MqIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-            assertEquals(0, gw.yuno().service("__output_side__").send(Ev.EV_SEND_MESSAGE, kw, null));
-            assertEquals(0, told.get(), "never inside the send");
+            kw.putObject(Kw.DURABLE).put("tag", "t1");
+            assertEquals(0, gw.yuno().service("__output_side__").send(Ev.EV_SEND_MESSAGE, kw, sender.gobj()));
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "never inside the send");
         });
-        eventually(() -> told.get() == 1, WAIT, "durable");
+        assertNotNull(sender.await(Ev.EV_ON_DURABLE, WAIT), "durable");
         assertEquals(1, inQueue(gw, "output-0"));
         assertEquals(1, inQueue(gw, "output-1"));
     }

@@ -10,6 +10,7 @@ import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Glog;
@@ -20,14 +21,17 @@ import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * C_PORTAL: a link from this hub to another hub (Stem's portal, seeds/003). It connects to the other hub's
- * control endpoint over a C_PROT_TCP4H child (which makes its C_TCP; both found by gclass name), says this hub's
- * name, learns the other's from its answer, and from then on is the registry's link to that hub (and to what
- * its {@code alias}es name, e.g. {@code DEFAULT}). Messages arriving on it are delivered by the registry; the
- * transport reconnects as C_TCP does ({@code timeout_between_connections}, optional backoff).
+ * C_PORTAL: a link from this hub to another hub, for the hub registry (docs/CONTROL.md). It connects to the
+ * other hub's control endpoint over a C_PROT_TCP4H child (which makes its C_TCP; both found by gclass name), says
+ * this hub's name, learns the other's from its answer, and from then on is the registry's link to that hub (and
+ * to what its {@code alias}es name, e.g. {@code DEFAULT}). Messages arriving on it are delivered by the registry;
+ * the transport reconnects as C_TCP does ({@code timeout_between_connections}, optional backoff). No C original:
+ * after the portals of the Stem registry notes.
  *
  * <pre>
  *  ST_DISCONNECTED --EV_ON_OPEN (hello sent)--&gt; ST_WAIT_HELLO --hello answer--&gt; ST_CONNECTED
@@ -37,6 +41,14 @@ import java.util.List;
  *
  * Wire (TCP4H frames, JSON): {@code {"__portal__":"hello","hub":NAME,"token"?:T}} both ways once, then registry
  * messages {@code {"to","from","type","command"?,"kw"?,"id"?,"hops"?}} in both directions.
+ *
+ * <p>A hello that fails at every reconnect (refused, unanswered, the wrong hub) is said once until the portal
+ * links, and the link then says how many attempts failed; frames that are not JSON are said once per streak.
+ *
+ * <p>Live upgrade: the FSM state, the attributes and the transport child stay in core; the behaviour hands over
+ * its timer (hello timeout or transport retry, by deadline), its streaks, and the link object the registry knows.
+ * That object stays registered (with its hub, aliases and learnt routes) and, once handed over, forwards to the
+ * gobj's current behaviour; the portal registers itself in its place at the next close of the link.
  */
 public final class Portal implements GObjBehavior, Registry.Link {
     public static final String GCLASS = "C_PORTAL";
@@ -61,16 +73,17 @@ public final class Portal implements GObjBehavior, Registry.Link {
             "Link open and hello answered");
     static final Attr<String> REMOTE_HUB = Attr.string("remote_hub", "", AttrFlag.STATS,
             "Name the other hub said (kept after a close)");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages sent to the other hub");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received from it");
-    static final Attr<Long> BAD_MSGS = Attr.integer("bad_msgs", 0, AttrFlag.RSTATS,
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages sent to the other hub");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received from it");
+    static final Attr<Long> BAD_MSGS = Attr.counter("bad_msgs", AttrFlag.RSTATS,
             "Frames received that were not JSON objects (logged, ignored)");
-    static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Links opened (hello answered)");
+    static final Attr<Long> CONNXS = Attr.counter("connxs", 0, "Links opened (hello answered)");
 
-    static final Attr<?>[] ATTRS = {URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS,
-        TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO, CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS};
+    // --- Trace levels ---
 
-    // --- States and FSM ---
+    static final String TRACE_MESSAGES = "messages";
+
+    // --- FSM ---
 
     static final String ST_WAIT_HELLO = "ST_WAIT_HELLO";
 
@@ -91,28 +104,55 @@ public final class Portal implements GObjBehavior, Registry.Link {
             .ignore(Ev.EV_TIMEOUT)
         .build();
 
+    // --- Spec ---
+
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
+    public static final GClassSpec<Portal> SPEC = GClassSpec.builder(GCLASS, Portal.class)
+            .description("Link to another hub for the hub registry: hello with the hub names, then registry messages")
+            .attrs(URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO,
+                    CONNECTED, REMOTE_HUB, TX_MSGS, RX_MSGS, BAD_MSGS, CONNXS)
+            .fsm(FSM)
+            .traceLevel(TRACE_MESSAGES, "Trace every registry message sent to or received from the other hub")
+            .linkUp(CONNECTED)
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
+            .factory(Portal::new)
+            .build();
+
     // --- Private data ---
 
+    /** While the transport gclass is not registered, the portal asks again this often, ms. */
+    private static final long TRANSPORT_RETRY_MS = 1000;
+
     private final GObj gobj;
-    private final List<String> aliases = new ArrayList<>();
     private Cancellable timer = Cancellable.NONE;
-    /** The last refusal logged: the same one again (every reconnect) is not logged twice in a row. */
-    private String lastRefusal = "";
-    private boolean waitingLogged;
+    /** When {@link #timer} is due (the yuno's monotonic clock); -1 while none is armed. */
+    private long timerDueMs = -1;
+    /**
+     * The link the registry knows for this portal: this behaviour, or the one of an older revision, which forwards
+     * to the gobj's current behaviour ({@link #handedOver}) until the link next closes.
+     */
+    private Registry.Link registryLink = this;
+    /** Exported to a newer revision: as a registry link, this behaviour forwards to the gobj's current one. */
+    private boolean handedOver;
+    private final Streak waitingTransport = new Streak();
+    private final Streak refused = new Streak();
+    private final Streak badHello = new Streak();
+    private final Streak unanswered = new Streak();
+    private final Streak badFrames = new Streak();
 
     public Portal(GObj gobj) {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
         String url = gobj.read(URL);
         if (url == null || url.isEmpty()) throw new IllegalArgumentException("C_PORTAL needs 'url' (tcp://host:port)");
-        JsonNode a = gobj.read(ALIAS);
-        if (a != null && a.isTextual() && !a.asText().isEmpty()) aliases.add(a.asText());
-        if (a != null && a.isArray()) a.forEach(x -> aliases.add(x.asText()));
     }
 
     @Override
@@ -122,7 +162,8 @@ public final class Portal implements GObjBehavior, Registry.Link {
             Glog.error(gobj, "No registry in this yuno", "msgset", "internal_error");
             return -1;
         }
-        for (String alias : aliases) r.aliasLink(alias, this);
+        registryLink = this;
+        for (String alias : aliases()) r.aliasLink(alias, this);
         startBottom();
         return 0;
     }
@@ -132,7 +173,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         clearTimer();
         unlink();
         Registry r = registry();
-        if (r != null) for (String alias : aliases) r.unaliasLink(alias, this);
+        if (r != null) for (String alias : aliases()) r.unaliasLink(alias, registryLink);
         GObj bottom = gobj.bottom();
         if (bottom != null && bottom.isRunning()) bottom.stop();
         return 0;
@@ -143,98 +184,80 @@ public final class Portal implements GObjBehavior, Registry.Link {
         clearTimer();
         Registry r = registry();
         if (r != null) {
-            r.removeLink(this);
-            for (String alias : aliases) r.unaliasLink(alias, this);
+            r.removeLink(registryLink);
+            for (String alias : aliases()) r.unaliasLink(alias, registryLink);
         }
     }
 
-    // --- Registry.Link ---
+    /** A {@code Bundle.update()} of the portal has begun: the timer stops (its deadline is kept). */
+    @Override
+    public void onSuspend() {
+        timer.cancel();
+    }
+
+    /** A live upgrade: the registry's link, the timer's deadline and the streaks (see the class comment). */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        Kw.putRef(s, "registry_link", registryLink);
+        s.put("timer_due_ms", timerDueMs);
+        ObjectNode st = s.putObject("streaks");
+        streaks().forEach((name, streak) -> st.put(name, streak.count()));
+        timer.cancel();
+        handedOver = true;
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        // First: a refused state rebuilds the service, and stopping this behaviour must then unregister that link.
+        Registry.Link link = Kw.ref(state, "registry_link", Registry.Link.class);
+        if (link != null) registryLink = link;
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_PORTAL takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        JsonNode st = state.path("streaks");
+        streaks().forEach((name, streak) -> streak.resume(st.path(name).asLong(0)));
+        long due = state.path("timer_due_ms").asLong(-1);
+        if (due >= 0) setTimer(Math.max(0, due - now()));
+        // With no link up, the registry holds nothing of the old link but its aliases: take them now.
+        if (!gobj.inState(St.ST_CONNECTED)) takeOverRegistryLink();
+    }
+
+    // The registry's side of the link (Registry.Link): called by core's registry on the core thread.
 
     @Override
     public String describe() {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null ? next.describe() : "portal " + gobj.name() + " (handed over)";
+        }
         String remote = gobj.read(REMOTE_HUB);
         return "portal " + gobj.name() + " -> " + gobj.read(URL) + (remote == null || remote.isEmpty() ? "" : " (" + remote + ")");
     }
 
     @Override
     public boolean isOpen() {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null && next.isOpen();
+        }
         return !gobj.isDestroyed() && gobj.inState(St.ST_CONNECTED);
     }
 
     @Override
     public boolean send(ObjectNode msg) {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null && next.send(msg);
+        }
         if (!isOpen() || gobj.bottom() == null) return false;
+        if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "-> message", "msg", Kw.toJson(msg));
         // C_PROT_TCP4H frames a kw without gbuffer as its JSON; the registry keeps reading msg after this call.
         int r = gobj.bottom().send(Ev.EV_SEND_MESSAGE, msg.deepCopy(), gobj);
         if (r < 0) return false;
-        gobj.set(TX_MSGS, gobj.readLong(TX_MSGS) + 1);
+        gobj.inc(TX_MSGS);
         return true;
-    }
-
-    // --- Local methods ---
-
-    private Registry registry() {
-        return gobj.yuno().lookup(Registry.class);
-    }
-
-    private void clearTimer() {
-        timer.cancel();
-        timer = Cancellable.NONE;
-    }
-
-    /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried every second. */
-    private void startBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom == null) {
-            ObjectNode tcpKw = Kw.create();
-            tcpKw.put("timeout_between_connections", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS));
-            tcpKw.put("timeout_between_connections_max", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX));
-            ObjectNode kw = Kw.create();
-            kw.put("url", gobj.read(URL));
-            kw.set("tcp_kw", tcpKw);
-            // At framework start the transport bundles may register after this one: wait for them quietly.
-            bottom = gobj.yuno().gclass(GClassNames.C_PROT_TCP4H) == null ? null
-                    : gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
-            if (bottom == null) {
-                if (!waitingLogged) {
-                    waitingLogged = true;
-                    Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
-                }
-                // The transport gclass is not registered (yet): try again, the portal stays disconnected meanwhile.
-                clearTimer();
-                timer = gobj.setTimeout(1000, Ev.EV_TIMEOUT, null);
-                return;
-            }
-            if (!bottom.subscribers().contains(gobj)) bottom.subscribe(null, gobj);
-            gobj.setBottom(bottom);
-        }
-        if (!bottom.isRunning()) bottom.start();
-    }
-
-    private void unlink() {
-        Registry r = registry();
-        if (r != null) r.removeLink(this);
-        gobj.set(CONNECTED, false);
-    }
-
-    private void drop() {
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
-    }
-
-    private ObjectNode parse(ObjectNode kw) {
-        ByteBuf b = Kw.takeGbuffer(kw);
-        try {
-            if (b == null) return kw;
-            return Kw.parse(b);
-        } catch (IOException e) {
-            gobj.set(BAD_MSGS, gobj.readLong(BAD_MSGS) + 1);
-            Glog.error(gobj, "Portal message is not a JSON object, ignored", "msgset", "protocol_error",
-                    "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
-            return null;
-        } finally {
-            if (b != null) b.release();
-        }
     }
 
     // --- Actions ---
@@ -246,8 +269,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         hello.put("hub", gobj.yuno().name());
         String token = gobj.read(TOKEN);
         if (token != null && !token.isEmpty()) hello.put("token", token);
-        clearTimer();
-        timer = gobj.setTimeout(gobj.readLong(TIMEOUT_HELLO), Ev.EV_TIMEOUT, null);
+        setTimer(gobj.readLong(TIMEOUT_HELLO));
         return gobj.bottom().send(Ev.EV_SEND_MESSAGE, hello, gobj);
     }
 
@@ -256,41 +278,50 @@ public final class Portal implements GObjBehavior, Registry.Link {
         if (m == null) return 0;
         String what = Kw.getString(m, "__portal__", "");
         if (what.equals("error")) {
-            String comment = Kw.getString(m, "comment", "");
-            if (!comment.equals(lastRefusal)) {
-                lastRefusal = comment;
+            if (refused.hit()) {
                 Glog.error(gobj, "The other hub refused the portal (said once until it links)", "msgset",
-                        "protocol_error", "url", gobj.read(URL), "comment", comment);
+                        "protocol_error", "url", gobj.read(URL), "comment", Kw.getString(m, "comment", ""));
             }
             drop();
             return 0;
         }
         String remote = Kw.getString(m, "hub", "");
         if (!what.equals("hello") || remote.isEmpty()) {
-            Glog.error(gobj, "Portal hello expected, link dropped", "msgset", "protocol_error", "got", Kw.toJson(m));
+            if (badHello.hit()) {
+                Glog.error(gobj, "Portal hello expected, link dropped (said once until it links)", "msgset",
+                        "protocol_error", "got", Kw.toJson(m));
+            }
             drop();
             return 0;
         }
         String expected = gobj.read(HUB);
         if (expected != null && !expected.isEmpty() && !expected.equals(remote)) {
-            Glog.error(gobj, "The other hub has not the expected name, link dropped", "msgset", "protocol_error",
-                    "expected", expected, "remote_hub", remote);
+            if (badHello.hit()) {
+                Glog.error(gobj, "The other hub has not the expected name, link dropped (said once until it links)",
+                        "msgset", "protocol_error", "expected", expected, "remote_hub", remote);
+            }
             drop();
             return 0;
         }
         clearTimer();
-        lastRefusal = "";
+        if (refused.active() || badHello.active() || unanswered.active()) {
+            Glog.info(gobj, "Portal linked after failed hellos", "remote_hub", remote, "refused", refused.end(),
+                    "bad_hello", badHello.end(), "unanswered", unanswered.end());
+        }
         gobj.changeState(St.ST_CONNECTED);
         gobj.set(REMOTE_HUB, remote);
-        gobj.set(CONNECTED, true);
-        gobj.set(CONNXS, gobj.readLong(CONNXS) + 1);
-        registry().addLink(remote, this);
+        gobj.setBool(CONNECTED, true);
+        gobj.inc(CONNXS);
+        registry().addLink(remote, registryLink);
         return 0;
     }
 
     private int acHelloTimeout(String event, ObjectNode kw, GObj src) {
-        Glog.warn(gobj, "The other hub did not answer the hello, link dropped", "msgset", "protocol_error",
-                "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
+        timerDueMs = -1;
+        if (unanswered.hit()) {
+            Glog.warn(gobj, "The other hub did not answer the hello, link dropped (said once until it links)",
+                    "msgset", "protocol_error", "url", gobj.read(URL), "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
+        }
         drop();
         return 0;
     }
@@ -304,14 +335,15 @@ public final class Portal implements GObjBehavior, Registry.Link {
         }
         ObjectNode m = parse(kw);
         if (m == null) return 0;
-        gobj.set(RX_MSGS, gobj.readLong(RX_MSGS) + 1);
+        gobj.inc(RX_MSGS);
+        if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "<- message", "msg", Kw.toJson(m));
         if (m.has("__portal__")) {
             if (Kw.getString(m, "__portal__", "").equals("error")) {
                 Glog.error(gobj, "The other hub reports an error", "comment", Kw.getString(m, "comment", ""));
             }
             return 0;
         }
-        registry().deliverFrom(this, m);
+        registry().deliverFrom(registryLink, m);
         return 0;
     }
 
@@ -322,6 +354,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             Glog.info(gobj, "Portal closed", "remote_hub", gobj.read(REMOTE_HUB));
         }
         unlink();
+        takeOverRegistryLink();
         return 0;
     }
 
@@ -331,7 +364,134 @@ public final class Portal implements GObjBehavior, Registry.Link {
     }
 
     private int acRetryBottom(String event, ObjectNode kw, GObj src) {
+        timerDueMs = -1;
         if (gobj.isRunning()) startBottom();
         return 0;
+    }
+
+    // --- Local methods ---
+
+    /** The aliases of {@code alias}: a name, or a list of names. */
+    private List<String> aliases() {
+        List<String> out = new ArrayList<>();
+        JsonNode a = gobj.read(ALIAS);
+        if (a != null && a.isTextual() && !a.asText().isEmpty()) out.add(a.asText());
+        if (a != null && a.isArray()) a.forEach(x -> out.add(x.asText()));
+        return out;
+    }
+
+    private Registry registry() {
+        return gobj.yuno().lookup(Registry.class);
+    }
+
+    private void clearTimer() {
+        timer.cancel();
+        timer = Cancellable.NONE;
+        timerDueMs = -1;
+    }
+
+    /** Arms the one timer of the portal (hello timeout, or the transport retry) in {@code delayMs}. */
+    private void setTimer(long delayMs) {
+        clearTimer();
+        timerDueMs = now() + delayMs;
+        timer = gobj.setTimeout(delayMs, Ev.EV_TIMEOUT, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
+
+    /**
+     * The registry knows this behaviour from now on instead of an older revision's (whose link is down, or was
+     * never up): the aliases move to it. A stopped portal has no aliases to move.
+     */
+    private void takeOverRegistryLink() {
+        if (registryLink == this) return;
+        Registry r = registry();
+        if (r != null && gobj.isRunning()) {
+            for (String alias : aliases()) {
+                r.unaliasLink(alias, registryLink);
+                r.aliasLink(alias, this);
+            }
+        }
+        registryLink = this;
+    }
+
+    /** The gobj's current behaviour, which a handed-over portal forwards the registry's calls to. */
+    private Registry.Link successor() {
+        GObjBehavior b = gobj.behavior();
+        return b instanceof Registry.Link && b != this ? (Registry.Link) b : null;
+    }
+
+    /** The streaks by the name a live upgrade hands them over under. */
+    private Map<String, Streak> streaks() {
+        Map<String, Streak> m = new LinkedHashMap<>();
+        m.put("waiting_transport", waitingTransport);
+        m.put("refused", refused);
+        m.put("bad_hello", badHello);
+        m.put("unanswered", unanswered);
+        m.put("bad_frames", badFrames);
+        return m;
+    }
+
+    /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried while it cannot. */
+    private void startBottom() {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) {
+            ObjectNode tcpKw = Kw.create();
+            tcpKw.put("timeout_between_connections", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS));
+            tcpKw.put("timeout_between_connections_max", gobj.readLong(TIMEOUT_BETWEEN_CONNECTIONS_MAX));
+            ObjectNode kw = Kw.create();
+            kw.put("url", gobj.read(URL));
+            kw.set("tcp_kw", tcpKw);
+            // At framework start the transport bundles may register after this one: wait for them quietly.
+            bottom = gobj.yuno().gclass(GClassNames.C_PROT_TCP4H) == null ? null
+                    : gobj.createChild(gobj.name(), GClassNames.C_PROT_TCP4H, kw);
+            if (bottom == null) {
+                if (waitingTransport.hit()) {
+                    Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
+                }
+                setTimer(TRANSPORT_RETRY_MS);
+                return;
+            }
+            if (waitingTransport.active()) {
+                Glog.info(gobj, "Transport gclass registered: connecting", "gclass", GClassNames.C_PROT_TCP4H,
+                        "tries", waitingTransport.end());
+            }
+            if (!bottom.subscribers().contains(gobj)) bottom.subscribe(null, gobj);
+            gobj.setBottom(bottom);
+        }
+        if (!bottom.isRunning()) bottom.start();
+    }
+
+    private void unlink() {
+        Registry r = registry();
+        if (r != null) r.removeLink(registryLink);
+        gobj.setBool(CONNECTED, false);
+    }
+
+    private void drop() {
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
+    }
+
+    /** The JSON object of a frame, or null (said once per streak of frames that are not). */
+    private ObjectNode parse(ObjectNode kw) {
+        ByteBuf b = Kw.takeGbuffer(kw);
+        try {
+            if (b == null) return kw;
+            ObjectNode m = Kw.parse(b);
+            if (badFrames.active()) Glog.info(gobj, "Portal frames are JSON again", "bad_frames", badFrames.end());
+            return m;
+        } catch (IOException e) {
+            gobj.inc(BAD_MSGS);
+            if (badFrames.hit()) {
+                Glog.error(gobj, "Portal message is not a JSON object, ignored (said once until a JSON one comes)",
+                        "msgset", "protocol_error", "remote_hub", gobj.read(REMOTE_HUB), "error", e.getMessage());
+            }
+            return null;
+        } finally {
+            if (b != null) b.release();
+        }
     }
 }

@@ -2,23 +2,13 @@
 package io.gatehouse.portal;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_PORTAL gclass: a link to another hub's control endpoint. Behaviour: {@link Portal}. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=" + Portal.GCLASS)
-public final class PortalGClass implements GClass {
-
-    static final GClassSpec<Portal> SPEC = GClassSpec.builder(Portal.GCLASS, Portal.class)
-            .description("Link to another hub (seeds/003 portal): hello with the hub names, then registry messages")
-            .attrs(Portal.ATTRS)
-            .fsm(Portal.FSM)
-            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
-            .factory(Portal::new)
-            .build();
-
-    @Override
-    public GClassSpec<?> spec() {
-        return SPEC;
+/** C_PORTAL as a DS service. The gclass is declared in {@link Portal}. */
+@Component(service = GClass.class)
+public final class PortalGClass extends GClassComponent {
+    public PortalGClass() {
+        super(Portal.SPEC);
     }
 }

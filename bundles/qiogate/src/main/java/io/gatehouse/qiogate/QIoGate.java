@@ -6,10 +6,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.Cancellable;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Gbuffers;
@@ -23,47 +24,50 @@ import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueException;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.qiogate.InFlightWindow.InFlight;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
 
 import java.io.IOException;
+import java.lang.ref.WeakReference;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * C_QIOGATE: a persistent queue with acks in front of one bottom (a C_IOGATE). Every message is appended to
  * its trqueue topic before it is sent; messages go down in rowid order, at most {@code max_pending_acks} in
  * flight (the credit window, replenished by acks); the receiver's ack (the message's {@code __md_trq__} echoed
- * back with {@code result}) clears it from the queue. Port of {@code kernel/c/root-linux/src/c_qiogate.c}
- * @6043415, with the seeds' fixes: a message not acked within {@code timeout_ack} is sent again with a
- * doubling backoff; a negative {@code result} (nack) is retried later instead of dropped; stats answer the
- * envelope and carry {@code msgs_in_queue} and {@code pending_acks}.
+ * back with {@code result}) clears it from the queue.
+ *
+ * <p>Port of {@code kernel/c/root-linux/src/c_qiogate.c} @6043415, with what the C code lacks: a message not
+ * acked within {@code timeout_ack} is sent again with a doubling backoff; a negative {@code result} (nack) is
+ * retried after {@code retry_delay} instead of dropped; a window in bytes beside the one in messages; stats
+ * answer the envelope and carry {@code msgs_in_queue} and {@code pending_acks}.
  *
  * <p>Single state ST_IDLE. Inputs: EV_SEND_MESSAGE (enqueue, from anyone), EV_ON_OPEN / EV_ON_CLOSE /
  * EV_ON_MESSAGE (from the bottom: link state and acks), EV_TIMEOUT (the {@code timeout_poll} tick). No output
- * events: nothing is published upward.
+ * events: nothing is published upward. The window itself is an {@link InFlightWindow}; the senders waiting for
+ * durability are {@link DurableWaits}.
  *
- * <p>Durability hook: a kw with a reference under {@value #ON_DURABLE} (a {@link Runnable}) has it run on the
- * core thread, never inside the send call, once the appended record is durable per the queue's fsync policy;
- * it is never run when the append fails.
+ * <p>Durability: C_QIOGATE {@link GClassSpec#confirmsDurability() confirms durability}. A message whose kw carries
+ * a {@link Kw#DURABLE} dict gets {@link Ev#EV_ON_DURABLE} sent back to its sender, with that dict, once the
+ * appended record is durable per the queue's fsync policy: on the core thread, never inside the send call, and
+ * never for a message that was refused or whose append failed.
+ *
+ * <p>Faults that repeat per message or per ack (appends refused, the bottom refusing, nacks, acks without a
+ * result, stray acks, unreadable records, the queue-size alert) are logged once when they start and once when
+ * they end, with how many times they happened.
  */
 public final class QIoGate implements GObjBehavior {
-
-    /** Kw key of the Runnable told when the enqueued message is durable (a reference, never stored). */
-    public static final String ON_DURABLE = "__on_durable__";
-
-    /** Soft mark of a message in flight (sent, waiting for its ack). */
-    static final long MARK_INFLIGHT = 0x0001;
-    /** Soft mark of a message whose record cannot be read: it stays pending on disk and is skipped. */
-    static final long MARK_UNREADABLE = 0x0100;
 
     // --- Attributes ---
 
@@ -91,7 +95,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> BACKUP_QUEUE_SIZE = Attr.integer("backup_queue_size", 1000000, AttrFlag.PERSIST,
             "Topic size that makes an empty queue be backed up and started again (read at open)");
     static final Attr<Long> ALERT_QUEUE_SIZE = Attr.integer("alert_queue_size", 2000, AttrFlag.PERSIST,
-            "Queue size that raises the alert (warning log, alert=true in stats); 0 = never");
+            "Queue size that raises the alert (warning log, alert=true in stats), cleared under half of it; 0 = never");
     static final Attr<Long> TIMEOUT_ACK = Attr.integer("timeout_ack", 60, AttrFlag.PERSIST,
             "A message not acked within this many seconds is sent again (doubling per retry, up to 8x)");
     static final Attr<Long> RETRY_DELAY = Attr.integer("retry_delay", 1000, AttrFlag.PERSIST,
@@ -112,24 +116,24 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> OLDEST_PENDING_AGE_MS = Attr.integer("oldest_pending_age_ms", 0, AttrFlag.STATS,
             "Age of the oldest message of the queue, ms (resolution of the queue's t: seconds unless sf_t_ms)");
     static final Attr<Boolean> ALERT = Attr.bool("alert", false, AttrFlag.STATS,
-            "The queue size is at or over alert_queue_size");
-    static final Attr<Long> RETRIES = Attr.integer("retries", 0, AttrFlag.RSTATS,
+            "The queue reached alert_queue_size and has not yet fallen under half of it");
+    static final Attr<Long> RETRIES = Attr.counter("retries", AttrFlag.RSTATS,
             "Messages sent again after an ack timeout or a nack");
-    static final Attr<Long> NACKS = Attr.integer("nacks", 0, AttrFlag.RSTATS, "Acks with a negative result");
-    static final Attr<Long> ACKS = Attr.integer("acks", 0, AttrFlag.RSTATS, "Messages acked (cleared)");
-    static final Attr<Long> IGNORED_ACKS = Attr.integer("ignored_acks", 0, AttrFlag.RSTATS,
+    static final Attr<Long> NACKS = Attr.counter("nacks", AttrFlag.RSTATS, "Acks with a negative result");
+    static final Attr<Long> ACKS = Attr.counter("acks", AttrFlag.RSTATS, "Messages acked (cleared)");
+    static final Attr<Long> IGNORED_ACKS = Attr.counter("ignored_acks", AttrFlag.RSTATS,
             "Duplicate, stale or unknown acks");
-    static final Attr<Long> ENQUEUED = Attr.integer("enqueued", 0, AttrFlag.RSTATS, "Messages appended");
-    static final Attr<Long> ENQUEUE_ERRORS = Attr.integer("enqueue_errors", 0, AttrFlag.RSTATS,
+    static final Attr<Long> ENQUEUED = Attr.counter("enqueued", AttrFlag.RSTATS, "Messages appended");
+    static final Attr<Long> ENQUEUE_ERRORS = Attr.counter("enqueue_errors", AttrFlag.RSTATS,
             "Messages refused because they could not be stored");
 
-    static final Attr<?>[] ATTRS = {TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY,
-        SYSTEM_FLAG, ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE, TIMEOUT_ACK, RETRY_DELAY,
-        WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS, MSGS_IN_QUEUE, PENDING_ACKS,
-        OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS};
+    /** The counters that {@code stats=__reset__} zeroes, in the order stats list them. */
+    private static final List<Attr<Long>> COUNTERS = List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS);
 
-    /** Yuneta keys accepted and not used (email alerts, critical-error policy). */
-    static final String[] UNUSED_YUNETA_KEYS = {"on_critical_error", "alert_from", "alert_to"};
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
+    static final String TRACE_QUEUE_PROT = "trace_queue_prot";
 
     // --- FSM ---
 
@@ -143,135 +147,118 @@ public final class QIoGate implements GObjBehavior {
             .ignore(Ev.EV_STOPPED)
         .build();
 
-    // --- Commands ---
+    // --- Spec ---
 
-    @SuppressWarnings("unchecked")
-    static final CommandSpec<QIoGate>[] COMMANDS = new CommandSpec[] {
-        CommandSpec.<QIoGate>of("queue_mark_pending",
-            "Mark the messages in [from-rowid, to-rowid] as pending: they are sent again (to-rowid 0 = last)",
-            (self, cmd, kw, src) -> self.cmdMarkPending(kw, true),
-            Param.string("key", "", "Unused (Yuneta compatibility)"),
-            Param.integer("from-rowid", "0", "First rowid"),
-            Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic")),
-        CommandSpec.<QIoGate>of("queue_mark_notpending",
-            "Mark the messages in [from-rowid, to-rowid] as not pending: they are dropped from the queue",
-            (self, cmd, kw, src) -> self.cmdMarkPending(kw, false),
-            Param.string("key", "", "Unused (Yuneta compatibility)"),
-            Param.integer("from-rowid", "0", "First rowid"),
-            Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic")),
-        CommandSpec.<QIoGate>of("view-queue",
-            "The queue's state: size, window, oldest messages in flight with their retries",
-            (self, cmd, kw, src) -> self.cmdViewQueue(kw),
-            Param.integer("limit", "20", "Messages in flight to list"))
-    };
+    private static final Param PM_KEY = Param.string("key", "", "Unused (Yuneta compatibility)");
+    private static final Param PM_FROM_ROWID = Param.integer("from-rowid", "0", "First rowid");
+    private static final Param PM_TO_ROWID = Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic");
 
-    static final String TRACE_MESSAGES = "messages";
-    static final String TRACE_QUEUE_PROT = "trace_queue_prot";
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
 
-    // --- Fields ---
+    /**
+     * The gclass with its queues found at start ({@code yuno().lookup(TrQueueFactory.class)}); the DS component
+     * hands in the TrQueueFactory service instead ({@link #SPEC}{@code .withFactory}).
+     */
+    public static final GClassSpec<QIoGate> SPEC = GClassSpec.builder(GClassNames.C_QIOGATE, QIoGate.class)
+            .description("Persistent queue with acks in front of one bottom (retries, credit window)")
+            .attrs(TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY, SYSTEM_FLAG,
+                    ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE,
+                    TIMEOUT_ACK, RETRY_DELAY, WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS,
+                    MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS,
+                    ENQUEUED, ENQUEUE_ERRORS)
+            .fsm(FSM)
+            .command("queue_mark_pending",
+                    "Mark the messages in [from-rowid, to-rowid] as pending: they are sent again (to-rowid 0 = last)",
+                    QIoGate::cmdMarkPending, PM_KEY, PM_FROM_ROWID, PM_TO_ROWID)
+            .command("queue_mark_notpending",
+                    "Mark the messages in [from-rowid, to-rowid] as not pending: they are dropped from the queue",
+                    QIoGate::cmdMarkNotPending, PM_KEY, PM_FROM_ROWID, PM_TO_ROWID)
+            .command("view-queue", "The queue's state: size, window, oldest messages in flight with their retries",
+                    QIoGate::cmdViewQueue, Param.integer("limit", "20", "Messages in flight to list"))
+            .traceLevel(TRACE_MESSAGES, "Trace every message enqueued, sent and sent again, with its rowid and retries")
+            .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: every ack and nack, and every resend")
+            .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
+            .confirmsDurability()
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
+            .factory(g -> new QIoGate(g, null))
+            .build();
 
-    /** One message in flight: sent on the current link, waiting for its ack. */
-    private static final class InFlight {
-        final QueueMessage msg;
-        long sentAtMs;
-        long dueMs;
-        int retries;
-        /** Size of the message on the wire, counted in the byte window while it is in flight. */
-        long bytes;
-        /** Nacked: sent again at dueMs because of the nack, not because the ack timed out. */
-        boolean nacked;
-
-        InFlight(QueueMessage msg) {
-            this.msg = msg;
-        }
-    }
-
-    /** A {@value #ON_DURABLE} callback waiting for its record to be durable. */
-    private static final class DurableWait {
-        final long generation;
-        final long rowid;
-        final Runnable callback;
-
-        DurableWait(long generation, long rowid, Runnable callback) {
-            this.generation = generation;
-            this.rowid = rowid;
-            this.callback = callback;
-        }
-    }
+    // --- Private data ---
 
     private final GObj gobj;
     private final TrQueueFactory factoryFromService;
+    private final DurableWaits durableWaits;
 
+    /** The open queue and its window: both set by openQueue, both null once closed. */
     private TrQueue trq;
-    private int systemFlag;
-    /** Messages in flight by rowid, in send order. Bounded by max_pending_acks. */
-    private final LinkedHashMap<Long, InFlight> inflight = new LinkedHashMap<>();
-    /** The highest rowid sent since the link opened (every unacked message below it is in flight); -1 none. */
-    private long frontierRowid = -1;
-    private final ArrayDeque<DurableWait> durableWaits = new ArrayDeque<>();
+    private InFlightWindow window;
+    /** The open queue keeps its {@code t} in milliseconds ({@code sf_t_ms}): how it was opened, fixed until closed. */
+    private boolean tInMs;
+    /** The factory that opened {@link #trq}: a live upgrade tells from it whether the handle is still good. */
+    private TrQueueFactory openedBy;
+    /**
+     * Where the durability listener of {@link #trq} hands its calls. A queue cannot forget a listener, so one is
+     * registered per handle, and a live upgrade points this slot at the new behaviour instead of adding another.
+     * A JDK type, so that any revision can take it.
+     */
+    private AtomicReference<Runnable> durableSlot;
+
+    /** Open channels of the bottom gate: the link is up while one is. */
     private int channelsOpen;
     private Cancellable pollTimer = Cancellable.NONE;
+    /** When the next poll tick is due (the yuno's monotonic clock); -1 while none is armed (stopped). */
+    private long pollDueMs = -1;
+    /**
+     * Between {@link #onSuspend} and the handover: nothing is sent, no durability is told, the queue's age is not
+     * read; the queue may be closed under this behaviour (the trqueue bundle is being updated).
+     */
+    private boolean suspended;
     private long lastBackupCheckMs;
-    private boolean backupRefusedSaid;
-    private boolean noBottomSaid;
-    // Attributes read per message, kept here (refreshConfig: at create, start and on every write).
-    private long maxPendingAcks;
-    private long maxPendingBytes;
-    /** Bytes of the messages in flight (the byte credit window). */
-    private long inflightBytes;
-    private long timeoutAckMs;
-    private boolean withMetadata;
-    private long alertQueueSize;
-    private boolean disableAlert;
-    /** The last value given to the {@code alert} attribute. */
-    private boolean alert;
-    // Counted per message and added to the attributes when they are read (onReadAttrs, onStats): a boxed
-    // attribute write per counter and message was a visible share of the queue's cost.
-    private long dEnqueued;
-    private long dEnqueueErrors;
-    private long dAcks;
-    private long dNacks;
-    private long dIgnoredAcks;
-    private long dRetries;
+    /** The largest size seen while the alert is on, said when it ends. */
+    private long alertPeak;
+
+    private final Streak openFailed = new Streak();
+    private final Streak notJson = new Streak();
+    private final Streak notSaved = new Streak();
+    private final Streak noBottom = new Streak();
+    private final Streak bottomRefused = new Streak();
+    private final Streak unreadable = new Streak();
+    private final Streak badAck = new Streak();
+    private final Streak noResult = new Streak();
+    private final Streak strayAck = new Streak();
+    private final Streak nacked = new Streak();
+    private final Streak backupRefused = new Streak();
 
     QIoGate(GObj gobj, TrQueueFactory factory) {
         this.gobj = gobj;
         this.factoryFromService = factory;
+        this.durableWaits = new DurableWaits(gobj);
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
-        systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
-        FsyncPolicy.parse(gobj.read(FSYNC_POLICY)); // a bad value is a config error, here
+        // Bad values are config errors, said here with the node's path, not at the first message.
+        parseSystemFlag(gobj.read(SYSTEM_FLAG));
+        FsyncPolicy.parse(gobj.read(FSYNC_POLICY));
         if (gobj.readLong(TIMEOUT_POLL) <= 0) throw new IllegalArgumentException("timeout_poll must be > 0 ms");
-        refreshConfig();
-    }
-
-    private void refreshConfig() {
-        maxPendingAcks = gobj.readLong(MAX_PENDING_ACKS);
-        maxPendingBytes = gobj.readLong(MAX_PENDING_BYTES);
-        timeoutAckMs = gobj.readLong(TIMEOUT_ACK) * 1000L;
-        withMetadata = gobj.readBool(WITH_METADATA);
-        alertQueueSize = gobj.readLong(ALERT_QUEUE_SIZE);
-        disableAlert = gobj.readBool(DISABLE_ALERT);
     }
 
     @Override
     public int onStart() {
         if (gobj.readLong(TIMEOUT_ACK) <= 0) {
             Glog.error(gobj, "timeout_ack EMPTY, set 60", "timeout_ack", gobj.readLong(TIMEOUT_ACK));
-            gobj.set(TIMEOUT_ACK, 60L);
+            gobj.setLong(TIMEOUT_ACK, 60);
         }
-        refreshConfig();
         if (openQueue() < 0) return -1;
         if (bottom() == null) {
             Glog.error(gobj, "C_QIOGATE without bottom: messages are queued, nothing is sent");
         }
         lastBackupCheckMs = now();
-        pollTimer = gobj.setPeriodic(gobj.readLong(TIMEOUT_POLL), Ev.EV_TIMEOUT);
-        refreshStats();
+        armPoll(now() + gobj.readLong(TIMEOUT_POLL));
         return 0;
     }
 
@@ -279,6 +266,7 @@ public final class QIoGate implements GObjBehavior {
     public int onStop() {
         pollTimer.cancel();
         pollTimer = Cancellable.NONE;
+        pollDueMs = -1;
         closeQueue();
         return 0;
     }
@@ -291,54 +279,391 @@ public final class QIoGate implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
-        refreshConfig();
+        if (attr.equals(TIMEOUT_ACK.name()) && gobj.readLong(TIMEOUT_ACK) <= 0) {
+            throw new IllegalArgumentException("timeout_ack must be > 0 s");
+        }
         if (attr.equals(MAX_PENDING_ACKS.name()) || attr.equals(MAX_PENDING_BYTES.name())) sendBatch();
         if (attr.equals(ALERT_QUEUE_SIZE.name()) || attr.equals(DISABLE_ALERT.name())) checkAlert(false);
     }
+
+    /** The gauges, computed from the queue and the window when someone reads them. */
+    @Override
+    public void onReadAttrs() {
+        gobj.setLong(MSGS_IN_QUEUE, trq == null ? 0 : trq.size());
+        gobj.setLong(PENDING_ACKS, window == null ? 0 : window.size());
+        // Suspended, the queue may be closing under the gate (trqueue being updated): the age reads a record, so it
+        // stays as last read until the new revision is there.
+        if (!suspended) gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
+    }
+
+    /**
+     * The bottom's stats (asked as its parent, the envelope unwrapped) plus the queue's: {@code msgs_in_queue},
+     * {@code pending_acks}, {@code oldest_pending_age_ms}, {@code alert}, {@code retries}, {@code nacks},
+     * {@code acks}, {@code ignored_acks}, {@code enqueued}, {@code enqueue_errors}; in the envelope.
+     */
+    @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        ObjectNode data = Kw.create();
+        GObj b = bottom();
+        if (b != null) {
+            ObjectNode bs = b.stats(filter, kw, gobj);
+            JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
+            if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
+        }
+        if ("__reset__".equals(filter)) {
+            for (Attr<Long> a : COUNTERS) gobj.setLong(a, 0);
+        }
+        onReadAttrs();
+        for (Attr<Long> a : List.of(MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS)) data.put(a.name(), gobj.readLong(a));
+        data.put(ALERT.name(), gobj.readBool(ALERT));
+        for (Attr<Long> a : COUNTERS) data.put(a.name(), gobj.readLong(a));
+        return Envelope.ok(data);
+    }
+
+    /**
+     * A {@code Bundle.update()} of qiogate or trqueue has begun: the poll tick stops (its deadline is kept for the
+     * next revision) and durability is no longer told; acks and messages wait in core. When trqueue is the bundle
+     * being updated, its factory closes the queue under this behaviour right after this call.
+     */
+    @Override
+    public void onSuspend() {
+        suspended = true;
+        pollTimer.cancel();
+    }
+
+    /**
+     * The open queue (the handle itself, with the factory that opened it and its durability slot), the in-flight
+     * window ({@link InFlightWindow#exportState}), the senders waiting for durability, the link count, the poll
+     * deadline, the backup check time, the alert peak and the streaks. This behaviour then holds nothing.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        if (trq != null) {
+            Kw.putRef(s, "queue", trq);
+            // Weak, and not the factory itself: core closes what a failed upgrade leaves in a state, and a factory
+            // is closeable (it would close every queue it opened).
+            Kw.putRef(s, "opened_by", new WeakReference<>(openedBy));
+            if (durableSlot != null) Kw.putRef(s, "durable_slot", durableSlot);
+            s.put("t_in_ms", tInMs);
+            s.set("window", window.exportState());
+        }
+        s.set("durable_waits", durableWaits.exportState());
+        s.put("channels_open", channelsOpen);
+        s.put("poll_due_ms", pollDueMs);
+        s.put("last_backup_check_ms", lastBackupCheckMs);
+        s.put("alert_peak", alertPeak);
+        ObjectNode st = s.putObject("streaks");
+        streaks().forEach((name, streak) -> st.put(name, streak.count()));
+        pollTimer.cancel();
+        suspended = true;
+        trq = null;
+        window = null;
+        openedBy = null;
+        durableSlot = null;
+        durableWaits.clear();
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}. The queue handle is kept when the factory that opened it is the one
+     * this revision uses and it still answers for the window's rowids. Otherwise trqueue changed under the gate
+     * (updated, or a higher version installed beside it): the handle, closed by its factory or about to be left
+     * behind, is closed and the topic opened again through this revision's factory; what was in flight stays in
+     * flight (not sent again), and the acks that come later clear it.
+     */
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_QIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        channelsOpen = state.path("channels_open").asInt(0);
+        lastBackupCheckMs = state.path("last_backup_check_ms").asLong(now());
+        alertPeak = state.path("alert_peak").asLong(0);
+        JsonNode st = state.path("streaks");
+        streaks().forEach((name, streak) -> streak.resume(st.path(name).asLong(0)));
+        TrQueue q = Kw.ref(state, "queue", TrQueue.class);
+        if (q != null) takeQueue(q, state);
+        durableWaits.importState(state.get("durable_waits"));
+        if (!durableWaits.isEmpty() && trq != null) {
+            // Records may have become durable while the gate was suspended, and the listener told nobody then.
+            final TrQueue mine = trq;
+            gobj.yuno().eventLoop().execute(() -> drainDurable(mine));
+        }
+        long due = state.path("poll_due_ms").asLong(-1);
+        if (due >= 0) armPoll(due);
+    }
+
+    // --- Commands ---
+
+    /**
+     * queue_mark_pending: rows in the range become pending (loaded into the queue if needed) and are sent again
+     * in rowid order. queue_mark_notpending: rows in the range stop being pending and leave the queue (those in
+     * flight too). Run live, on the core thread: no pause needed.
+     */
+    private ObjectNode cmdMarkPending(ObjectNode kw, GObj src) {
+        return markPending(kw, true);
+    }
+
+    private ObjectNode cmdMarkNotPending(ObjectNode kw, GObj src) {
+        return markPending(kw, false);
+    }
+
+    private ObjectNode markPending(ObjectNode kw, boolean pending) {
+        if (suspended) return Envelope.error("A live upgrade of the gate is under way: try again when it is done");
+        long from = Kw.getLong(kw, "from-rowid", 0);
+        long to = Kw.getLong(kw, "to-rowid", 0);
+        if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
+        if (trq == null && openQueue() < 0) return Envelope.error("queue not open");
+        long last = trq.lastRowid();
+        if (to <= 0 || to > last) to = last;
+        if (from > to) {
+            return Envelope.ok("0 messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
+        }
+        int n = 0;
+        if (pending) {
+            for (long r = from; r <= to; r++) {
+                QueueMessage m = trq.getByRowid(r);
+                if (m == null) {
+                    trq.loadAll(r, r);
+                    m = trq.getByRowid(r);
+                }
+                if (m == null) continue;
+                if ((m.userFlag() & TrQueue.MSG_PENDING) == 0) {
+                    if (trq.setHardFlag(m, TrQueue.MSG_PENDING, true) < 0) continue;
+                }
+                n++;
+            }
+            // Rows below the frontier may have come back: walk again from the oldest.
+            window.rewind();
+        } else {
+            List<QueueMessage> hit = new ArrayList<>();
+            for (QueueMessage m = trq.getByRowid(from) != null ? trq.getByRowid(from) : firstAtOrAfter(from);
+                 m != null && m.rowid() <= to; m = trq.next(m)) {
+                hit.add(m);
+            }
+            for (QueueMessage m : hit) {
+                window.drop(m.rowid());
+                if (trq.unload(m, 0) == 0) n++;
+            }
+        }
+        checkAlert(false);
+        sendBatch();
+        return Envelope.ok(n + " messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
+    }
+
+    private QueueMessage firstAtOrAfter(long rowid) {
+        for (QueueMessage m = trq.first(); m != null; m = trq.next(m)) {
+            if (m.rowid() >= rowid) return m;
+        }
+        return null;
+    }
+
+    private ObjectNode cmdViewQueue(ObjectNode kw, GObj src) {
+        if (suspended) return Envelope.error("A live upgrade of the gate is under way: try again when it is done");
+        ObjectNode d = Kw.create();
+        d.put("topic_name", gobj.read(TOPIC_NAME));
+        d.put("path", queuesPath().resolve(database()).toString());
+        d.put("open", trq != null);
+        d.put("link_open", opened());
+        d.put(MSGS_IN_QUEUE.name(), trq == null ? 0 : trq.size());
+        d.put(PENDING_ACKS.name(), window == null ? 0 : window.size());
+        d.put(MAX_PENDING_ACKS.name(), gobj.readLong(MAX_PENDING_ACKS));
+        d.put("pending_bytes", window == null ? 0 : window.bytes());
+        d.put(MAX_PENDING_BYTES.name(), gobj.readLong(MAX_PENDING_BYTES));
+        d.put(OLDEST_PENDING_AGE_MS.name(), oldestAgeMs());
+        var arr = d.putArray("inflight");
+        if (trq != null) {
+            d.put("generation", trq.generation());
+            d.put("topic_size", trq.topicSize());
+            d.put("durable_rowid", trq.durableRowid());
+            d.put("fsync_policy", trq.fsyncPolicy().name().toLowerCase(Locale.ROOT));
+            long limit = Kw.getLong(kw, "limit", 20);
+            long now = now();
+            for (InFlight f : window.inOrder()) {
+                if (arr.size() >= limit) break;
+                ObjectNode o = arr.addObject();
+                o.put("rowid", f.rowid());
+                o.put("retries", f.retries);
+                o.put("sent_ms_ago", now - f.sentAtMs);
+                o.put("due_in_ms", f.dueMs - now);
+            }
+        }
+        return Envelope.ok(d);
+    }
+
+    // --- Actions ---
+
+    /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
+    private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
+        JsonNode durable = kw.remove(Kw.DURABLE);
+        ObjectNode msg = messageOf(kw);
+        if (msg == null || (trq == null && openQueue() < 0)) {
+            gobj.inc(ENQUEUE_ERRORS);
+            return -1;
+        }
+        long epochMs = gobj.yuno().clock().epochMillis();
+        QueueMessage m = trq.append(tInMs ? epochMs : epochMs / 1000, msg, 0);
+        if (m == null) {
+            // Disk full, message too large, I/O error: the sender is told (-1) and never gets EV_ON_DURABLE, so an
+            // upstream producer is not acked and sends again. A full disk refuses thousands of messages a second,
+            // and the store has logged why.
+            if (notSaved.hit()) {
+                Glog.error(gobj, "Message NOT SAVED in the queue: messages are refused until an append works",
+                        "topic_name", trq.topicName(), "msgs_in_queue", trq.size());
+            }
+            gobj.inc(ENQUEUE_ERRORS);
+            return -1;
+        }
+        if (notSaved.active()) Glog.info(gobj, "Messages saved in the queue again", "refused", notSaved.end());
+        gobj.inc(ENQUEUED);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
+        }
+        if (durable instanceof ObjectNode && src != null) {
+            durableWaits.add(m.generation(), m.rowid(), src, (ObjectNode) durable);
+            if (trq.durableRowid() >= m.rowid()) {
+                // Already durable (fsync policy none or always): told on a later turn of the loop, never here.
+                final TrQueue q = trq;
+                gobj.yuno().eventLoop().execute(() -> drainDurable(q));
+            }
+        }
+        checkAlert(false);
+        sendBatch();
+        return 0;
+    }
+
+    /** EV_ON_MESSAGE from the bottom: an ack (or a nack) of a message sent. */
+    private int acOnMessage(String event, ObjectNode kw, GObj src) {
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            Kw.release(kw);
+            return -1;
+        }
+        ObjectNode ack = kw;
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf != null) {
+            try {
+                ack = Kw.parse(buf);
+            } catch (IOException e) {
+                gobj.inc(IGNORED_ACKS);
+                if (badAck.hit()) {
+                    Glog.error(gobj, "Bad ack: not a JSON object (said once until a valid ack comes)",
+                            "error", String.valueOf(e.getMessage()), "dump", dump(buf));
+                }
+                return -1;
+            } finally {
+                buf.release();
+            }
+        }
+        int r = processAck(ack);
+        sendBatch();
+        return r;
+    }
+
+    /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
+    private int acOnOpen(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            return -1;
+        }
+        channelsOpen++;
+        if (channelsOpen == 1 && window != null) window.rewind();
+        sendBatch();
+        return 0;
+    }
+
+    /**
+     * EV_ON_CLOSE from the bottom: whatever was in flight is lost with the link. Every message goes back to
+     * "not sent" and is sent again, in rowid order, on the next open (or now, over another open channel of the
+     * bottom gate).
+     */
+    private int acOnClose(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != bottom()) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            return -1;
+        }
+        channelsOpen = Math.max(0, channelsOpen - 1);
+        if (window != null) window.clear();
+        sendBatch();
+        return 0;
+    }
+
+    /** EV_TIMEOUT (timeout_poll): resend what timed out or was nacked, send what waits, check the backup. */
+    private int acTimeout(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        long now = now();
+        if (pollDueMs >= 0) {
+            // First, so that a failing tick does not stop the ticks.
+            long period = gobj.readLong(TIMEOUT_POLL);
+            long next = pollDueMs + period;
+            armPoll(next <= now ? now + period : next);
+        }
+        if (trq == null) return 0;
+        if (opened()) resendDue(now);
+        sendBatch();
+        if (now - lastBackupCheckMs >= gobj.readLong(TIMEOUT_BACKUP) * 1000L) {
+            lastBackupCheckMs = now;
+            checkBackup();
+        }
+        return 0;
+    }
+
+    // --- Local methods ---
 
     private TrQueueFactory factory() {
         if (factoryFromService != null) return factoryFromService;
         return gobj.yuno().lookup(TrQueueFactory.class);
     }
 
-    /** Opens the topic and loads its pending messages (a restart: they are all sent again). */
+    /**
+     * Opens the topic and loads its pending messages (a restart: they are all sent again). A queue that cannot
+     * open is said once until it opens: every message tries again, and each would say it.
+     */
     private int openQueue() {
         if (trq != null) return 0;
         TrQueueFactory f = factory();
         if (f == null) {
-            Glog.error(gobj, "No TrQueueFactory: the trqueue bundle is missing");
+            if (openFailed.hit()) {
+                Glog.error(gobj, "No TrQueueFactory: the trqueue bundle is missing; messages are refused");
+            }
             return -1;
         }
         Path dir = queuesPath();
         String db = database();
+        int systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
         TrQueueOptions opts = TrQueueOptions.defaults()
                 .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
                 .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
         TrQueue q;
+        String error;
         try {
             q = f.open(dir, db, gobj.read(TOPIC_NAME), gobj.read(TKEY), systemFlag,
                     gobj.readLong(BACKUP_QUEUE_SIZE), opts);
+            error = "";
         } catch (TrQueueException | IllegalArgumentException e) {
-            Glog.error(gobj, "Cannot open the queue", "tranger_path", dir.toString(), "tranger_database", db,
-                    "topic_name", gobj.read(TOPIC_NAME), "error", String.valueOf(e.getMessage()));
-            return -1;
+            q = null;
+            error = String.valueOf(e.getMessage());
         }
         if (q == null) {
-            Glog.error(gobj, "Cannot open the queue", "tranger_path", dir.toString(), "tranger_database", db,
-                    "topic_name", gobj.read(TOPIC_NAME));
+            if (openFailed.hit()) {
+                Glog.error(gobj, "Cannot open the queue: messages are refused until it opens", "tranger_path",
+                        dir.toString(), "tranger_database", db, "topic_name", gobj.read(TOPIC_NAME), "error", error);
+            }
             return -1;
         }
+        if (openFailed.active()) Glog.info(gobj, "Queue opened", "failed_attempts", openFailed.end());
         trq = q;
-        final TrQueue mine = q;
-        // Hop to the core thread through its task queue: a callback never runs inside the send that enqueued.
-        q.onDurable((gen, rowid) -> drainDurable(mine), r -> gobj.yuno().eventLoop().execute(r));
+        openedBy = f;
+        window = new InFlightWindow(q);
+        tInMs = (systemFlag & TrQueue.SF_T_MS) != 0;
+        listen(q);
         if (q.load() < 0) {
             Glog.error(gobj, "Queue loaded without some of its messages", "topic_name", q.topicName(),
                     "msgs_in_queue", q.size());
         }
-        clearInflightMap();
-        frontierRowid = -1;
-        backupRefusedSaid = false;
         if (q.size() > 0) {
             Glog.info(gobj, "Queue loaded", "topic_name", q.topicName(), "msgs_in_queue", q.size());
         }
@@ -349,21 +674,105 @@ public final class QIoGate implements GObjBehavior {
     private void closeQueue() {
         TrQueue q = trq;
         if (q == null) return;
-        clearInflight();
+        window.clear();
         q.sync();
-        drainDurable(q);
-        if (!durableWaits.isEmpty()) {
+        // Told even while suspended: the gate is going away (no revision came in time) and what it wrote is synced.
+        durableWaits.drain(q.generation(), q.durableRowid());
+        if (durableSlot != null) durableSlot.set(null);
+        durableSlot = null;
+        openedBy = null;
+        int left = durableWaits.clear();
+        if (left > 0) {
             Glog.warn(gobj, "Queue closed with messages not known durable: their senders are not told",
-                    "count", durableWaits.size());
-            durableWaits.clear();
+                    "count", left);
         }
         trq = null;
+        window = null;
         try {
             q.close();
         } catch (RuntimeException e) {
             Glog.error(gobj, "Cannot close the queue", "error", String.valueOf(e));
         }
-        refreshStats();
+    }
+
+    /**
+     * The poll tick, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision's tick comes when this one's would.
+     */
+    private void armPoll(long dueMs) {
+        pollTimer.cancel();
+        pollDueMs = dueMs;
+        pollTimer = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT, null);
+    }
+
+    /**
+     * Registers the durability listener of a queue just opened, through a slot a live upgrade can point at another
+     * behaviour. The listener holds the slot and the gobj, not this behaviour: after an upgrade only the listener's
+     * class (of the revision that opened the queue) stays with the handle, until it closes. Its calls hop to the
+     * core thread through its task queue: a sender is never told inside the send that enqueued.
+     */
+    private void listen(TrQueue q) {
+        AtomicReference<Runnable> slot = new AtomicReference<>(() -> drainDurable(q));
+        durableSlot = slot;
+        GObj g = gobj;
+        q.onDurable((gen, rowid) -> {
+            Runnable r = slot.get();
+            if (r != null) r.run();
+        }, r -> g.yuno().eventLoop().execute(r));
+    }
+
+    /** The queue handle of a live upgrade: kept, or reopened through this revision's factory (see onImport). */
+    private void takeQueue(TrQueue q, ObjectNode state) {
+        WeakReference<?> by = Kw.ref(state, "opened_by", WeakReference.class);
+        TrQueueFactory mine = factory();
+        JsonNode w = state.get("window");
+        long highest = Math.max(InFlightWindow.highestRowid(w), DurableWaits.highestRowid(state.get("durable_waits")));
+        // A closed handle has no topic any more: it answers a last rowid below what the window knows.
+        if (mine != null && by != null && by.get() == mine && q.lastRowid() >= highest) {
+            trq = q;
+            openedBy = mine;
+            tInMs = state.path("t_in_ms").asBoolean(false);
+            @SuppressWarnings("unchecked")
+            AtomicReference<Runnable> slot = Kw.ref(state, "durable_slot", AtomicReference.class);
+            if (slot != null) {
+                durableSlot = slot;
+                slot.set(() -> drainDurable(q));
+            } else {
+                listen(q);
+            }
+            window = InFlightWindow.restore(q, w);
+            return;
+        }
+        try {
+            // Closed by its factory already (trqueue updated), or still open in a trqueue that no longer serves:
+            // its topic lock must go before this revision's factory can open the topic.
+            q.close();
+        } catch (RuntimeException e) {
+            Glog.warn(gobj, "Upgrade: the queue handle of the old trqueue could not be closed", "error", String.valueOf(e));
+        }
+        if (openQueue() < 0) {
+            throw new IllegalArgumentException("the queue cannot be opened again through the trqueue now serving");
+        }
+        window = InFlightWindow.restore(trq, w);
+        Glog.info(gobj, "Upgrade: queue opened again through the trqueue now serving, in-flight window kept",
+                "topic_name", trq.topicName(), "in_flight", window.size(), "msgs_in_queue", trq.size());
+    }
+
+    /** The streaks by the name a live upgrade hands them over under. */
+    private Map<String, Streak> streaks() {
+        Map<String, Streak> m = new LinkedHashMap<>();
+        m.put("open_failed", openFailed);
+        m.put("not_json", notJson);
+        m.put("not_saved", notSaved);
+        m.put("no_bottom", noBottom);
+        m.put("bottom_refused", bottomRefused);
+        m.put("unreadable", unreadable);
+        m.put("bad_ack", badAck);
+        m.put("no_result", noResult);
+        m.put("stray_ack", strayAck);
+        m.put("nacked", nacked);
+        m.put("backup_refused", backupRefused);
+        return m;
     }
 
     Path queuesPath() {
@@ -413,75 +822,32 @@ public final class QIoGate implements GObjBehavior {
         return channelsOpen > 0;
     }
 
-    // --- Actions ---
-
-    /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
-    private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
-        Runnable onDurable = Kw.ref(kw, ON_DURABLE, Runnable.class);
-        kw.remove(ON_DURABLE);
-        ObjectNode msg = messageOf(kw);
-        if (msg == null) {
-            dEnqueueErrors++;
-            return -1;
-        }
-        if (trq == null && openQueue() < 0) {
-            Glog.error(gobj, "Message NOT SAVED in the queue: queue not open", "topic_name", gobj.read(TOPIC_NAME));
-            dEnqueueErrors++;
-            return -1;
-        }
-        long t = (systemFlag & TrQueue.SF_T_MS) != 0 ? gobj.yuno().clock().epochMillis()
-                : gobj.yuno().clock().epochMillis() / 1000;
-        QueueMessage m = trq.append(t, msg, 0);
-        if (m == null) {
-            // Disk full, message too large, I/O error: the sender is told (-1) and its durable hook never runs,
-            // so an upstream producer is not acked and sends again. Said once per streak: a full disk refuses
-            // thousands of messages a second, and the store has logged why.
-            if (refusedStreak++ == 0) {
-                Glog.error(gobj, "Message NOT SAVED in the queue", "topic_name", trq.topicName(),
-                        "msgs_in_queue", trq.size());
-            }
-            dEnqueueErrors++;
-            return -1;
-        }
-        if (refusedStreak > 0) {
-            Glog.info(gobj, "Messages saved in the queue again", "refused", refusedStreak);
-            refusedStreak = 0;
-        }
-        dEnqueued++;
-        if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
-        }
-        if (onDurable != null) {
-            durableWaits.add(new DurableWait(m.generation(), m.rowid(), onDurable));
-            if (trq.durableRowid() >= m.rowid()) {
-                final TrQueue q = trq;
-                gobj.yuno().eventLoop().execute(() -> drainDurable(q));
-            }
-        }
-        checkAlert(false);
-        sendBatch();
-        return 0;
+    private long timeoutAckMs() {
+        return gobj.readLong(TIMEOUT_ACK) * 1000L;
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */
-    /** Appends refused in a row; the error is said for the first one only. */
-    private long refusedStreak;
-
     private ObjectNode messageOf(ObjectNode kw) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode src = kw;
         if (buf != null) {
             try {
                 src = Kw.parse(buf);
+                if (notJson.active()) {
+                    Glog.info(gobj, "Messages are JSON objects again", "refused", notJson.end());
+                }
             } catch (IOException e) {
-                Glog.error(gobj, "Message NOT SAVED in the queue: its gbuffer is not a JSON object",
-                        "error", String.valueOf(e.getMessage()), "dump", dump(buf));
+                if (notJson.hit()) {
+                    Glog.error(gobj, "Message NOT SAVED in the queue: its gbuffer is not a JSON object "
+                            + "(said once until a JSON message comes)", "error", String.valueOf(e.getMessage()),
+                            "dump", dump(buf));
+                }
                 return null;
             } finally {
                 buf.release();
             }
         }
-        boolean keepMetadata = withMetadata;
+        boolean keepMetadata = gobj.readBool(WITH_METADATA);
         // The kw is ours: when it holds nothing to strip (the usual case, a message just parsed by the relay),
         // it is stored as it is instead of being copied.
         ObjectNode out = !needsStripping(src, keepMetadata) ? src
@@ -502,31 +868,6 @@ public final class QIoGate implements GObjBehavior {
         return false;
     }
 
-    /** EV_ON_MESSAGE from the bottom: an ack (or a nack) of a message sent. */
-    private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            Kw.release(kw);
-            return -1;
-        }
-        ObjectNode ack = kw;
-        ByteBuf buf = Kw.takeGbuffer(kw);
-        if (buf != null) {
-            try {
-                ack = Kw.parse(buf);
-            } catch (IOException e) {
-                Glog.error(gobj, "Bad ack: not a JSON object", "error", String.valueOf(e.getMessage()),
-                        "dump", dump(buf));
-                return -1;
-            } finally {
-                buf.release();
-            }
-        }
-        int r = processAck(ack);
-        sendBatch();
-        return r;
-    }
-
     private int processAck(ObjectNode ack) {
         if (trq == null) {
             Glog.warn(gobj, "Ack ignored: queue not open");
@@ -536,213 +877,106 @@ public final class QIoGate implements GObjBehavior {
         JsonNode mdOrTop = md != null ? md : ack;
         long rowid = mdOrTop.path(TrQueue.MSG_ROWID).asLong(0);
         if (rowid <= 0) {
-            Glog.error(gobj, "Ack without __md_trq__.__msg_rowid__, ignored", "ack", abbreviate(Kw.toJson(ack)));
-            countIgnored();
+            gobj.inc(IGNORED_ACKS);
+            if (badAck.hit()) {
+                Glog.error(gobj, "Ack without __md_trq__.__msg_rowid__, ignored (said once until a valid ack comes)",
+                        "ack", abbreviate(Kw.toJson(ack)));
+            }
             return -1;
         }
+        if (badAck.active()) Glog.info(gobj, "Valid acks again", "bad_acks", badAck.end());
         long t = mdOrTop.path(TrQueue.MSG_T).asLong(0);
-        JsonNode res = md != null && md.has("result") ? md.get("result") : ack.get("result");
+        JsonNode res = md != null && md.has(Kw.RESULT) ? md.get(Kw.RESULT) : ack.get(Kw.RESULT);
         if (res == null) {
-            Glog.error(gobj, "Ack without result, taken as 0", "rowid", rowid);
+            // Yuneta's rule, and what an echoing peer does: every ack of that peer lacks it.
+            if (noResult.hit()) {
+                Glog.error(gobj, "Ack without result, taken as 0 (said once until an ack has one)", "rowid", rowid);
+            }
+        } else if (noResult.active()) {
+            Glog.info(gobj, "Acks carry a result again", "without_result", noResult.end());
         }
         int result = res == null ? 0 : res.asInt(0);
         QueueMessage m = trq.matchAck(ack);
         if (m == null) {
-            JsonNode genNode = mdOrTop.get(TrQueue.MSG_GEN);
-            long gen = genNode == null ? trq.generation() : genNode.asLong();
-            int pending = trq.checkPendingRowid(gen, t, rowid);
-            countIgnored();
-            if (pending == 0) {
-                Glog.debug(gobj, "Duplicate ack ignored", "rowid", rowid);
-            } else if (pending > 0) {
-                Glog.warn(gobj, "Message not found in the queue, ack ignored", "rowid", rowid, "t", t);
-            } else {
-                Glog.warn(gobj, "Stale or unknown ack ignored", "rowid", rowid, "t", t, "generation", gen,
-                        "queue_generation", trq.generation());
-            }
+            ignoreAck(mdOrTop, rowid, t);
             return 0;
         }
+        if (strayAck.active()) Glog.info(gobj, "Acks match the queue again", "ignored", strayAck.end());
         if (gobj.isTraced(TRACE_QUEUE_PROT)) {
-            Glog.info(gobj, "ack", "rowid", rowid, "result", result);
+            Glog.info(gobj, result < 0 ? "nack" : "ack", "rowid", rowid, "result", result);
         }
-        InFlight f = inflight.get(rowid);
         if (result < 0) {
-            dNacks++;
-            if (f != null) {
-                f.retries++;
-                f.nacked = true;
-                f.dueMs = now() + backoff(gobj.readLong(RETRY_DELAY), f.retries - 1);
+            gobj.inc(NACKS);
+            InFlight f = window.nack(rowid, now(), gobj.readLong(RETRY_DELAY), timeoutAckMs());
+            if (nacked.hit()) {
+                Glog.warn(gobj, "Nack: the message is sent again after retry_delay (said once until a message is acked)",
+                        "rowid", rowid, "result", result, "retries", f == null ? 0 : f.retries);
             }
-            Glog.warn(gobj, "Nack: the message will be sent again", "rowid", rowid, "result", result,
-                    "retries", f == null ? 0 : f.retries);
             return 0;
         }
-        dropInflight(rowid);
+        if (nacked.active()) Glog.info(gobj, "Messages acked again after nacks", "nacks", nacked.end());
+        window.drop(rowid);
         if (trq.unload(m, result) < 0) {
             Glog.error(gobj, "Cannot clear the pending flag: the message may be sent again after a restart",
                     "rowid", rowid);
         }
-        dAcks++;
+        gobj.inc(ACKS);
         checkAlert(false);
         return 0;
     }
 
-    private void countIgnored() {
-        dIgnoredAcks++;
-    }
-
-    /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
-    private int acOnOpen(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            return -1;
-        }
-        channelsOpen++;
-        if (channelsOpen == 1) {
-            frontierRowid = -1;
-        }
-        sendBatch();
-        refreshStats();
-        return 0;
-    }
-
-    /**
-     * EV_ON_CLOSE from the bottom: whatever was in flight is lost with the link. Every message goes back to
-     * "not sent" and is sent again, in rowid order, on the next open (or now, over another open channel of the
-     * bottom gate).
-     */
-    private int acOnClose(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (src != bottom()) {
-            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
-            return -1;
-        }
-        channelsOpen = Math.max(0, channelsOpen - 1);
-        clearInflight();
-        sendBatch();
-        refreshStats();
-        return 0;
-    }
-
-    /** EV_TIMEOUT (timeout_poll): resend what timed out or was nacked, send what waits, check the backup. */
-    private int acTimeout(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (trq == null) return 0;
-        long now = now();
-        if (opened() && !inflight.isEmpty()) {
-            List<InFlight> due = null;
-            for (InFlight f : inflight.values()) {
-                if (f.dueMs <= now) {
-                    if (due == null) due = new ArrayList<>();
-                    due.add(f);
-                }
-            }
-            if (due != null) {
-                for (InFlight f : due) {
-                    if (!opened()) break;
-                    // an ack or a close handled while sending an earlier one may have settled this one
-                    if (inflight.get(f.msg.rowid()) != f) continue;
-                    if (trq.getByRowid(f.msg.rowid()) == null) {
-                        dropInflight(f.msg.rowid());
-                        continue;
-                    }
-                    boolean timedOut = !f.nacked;
-                    if (timedOut) f.retries++;
-                    f.nacked = false;
-                    dRetries++;
-                    if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
-                        Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
-                                "rowid", f.msg.rowid(), "retries", f.retries);
-                    }
-                    transmit(f);
-                }
+    /** An ack that matches no message of the queue: a duplicate is normal (a resend crossed its ack); the rest is not. */
+    private void ignoreAck(JsonNode md, long rowid, long t) {
+        gobj.inc(IGNORED_ACKS);
+        JsonNode genNode = md.get(TrQueue.MSG_GEN);
+        long gen = genNode == null ? trq.generation() : genNode.asLong();
+        int pending = trq.checkPendingRowid(gen, t, rowid);
+        if (pending == 0) {
+            Glog.debug(gobj, "Duplicate ack ignored", "rowid", rowid);
+        } else if (strayAck.hit()) {
+            if (pending > 0) {
+                Glog.warn(gobj, "Message not found in the queue, ack ignored (said once until an ack matches)",
+                        "rowid", rowid, "t", t);
+            } else {
+                Glog.warn(gobj, "Stale or unknown ack ignored (said once until an ack matches)", "rowid", rowid,
+                        "t", t, "generation", gen, "queue_generation", trq.generation());
             }
         }
-        sendBatch();
-        if (now - lastBackupCheckMs >= gobj.readLong(TIMEOUT_BACKUP) * 1000L) {
-            lastBackupCheckMs = now;
-            checkBackup();
-        }
-        refreshStats();
-        return 0;
-    }
-
-    // --- Local methods ---
-
-    /** The backoff of a message's n-th retry: base doubled per retry, capped at 8 x timeout_ack. */
-    long backoff(long baseMs, int retries) {
-        long cap = Math.max(baseMs, 8L * timeoutAckMs);
-        long d = baseMs;
-        for (int i = 0; i < retries && d < cap; i++) d *= 2;
-        return Math.min(Math.max(1, d), cap);
-    }
-
-    private boolean windowFull() {
-        long max = maxPendingAcks;
-        if (max > 0 && inflight.size() >= max) return true;
-        return maxPendingBytes > 0 && inflightBytes >= maxPendingBytes && !inflight.isEmpty();
-    }
-
-    /** Takes a message out of flight (acked, gone, unloaded), giving its bytes back to the window. */
-    private void dropInflight(long rowid) {
-        InFlight f = inflight.remove(rowid);
-        if (f != null) inflightBytes -= f.bytes;
-    }
-
-    private void clearInflightMap() {
-        inflight.clear();
-        inflightBytes = 0;
     }
 
     /** Sends messages not sent yet, in rowid order, until the window is full. */
     private void sendBatch() {
         if (trq == null || !opened()) return;
-        GObj b = bottom();
-        if (b == null) {
-            if (!noBottomSaid) {
-                noBottomSaid = true;
-                Glog.error(gobj, "No bottom to send to: messages stay in the queue");
-            }
+        if (bottom() == null) {
+            if (noBottom.hit()) Glog.error(gobj, "No bottom to send to: messages stay in the queue");
             return;
         }
-        while (!windowFull() && opened()) {
-            QueueMessage m = nextUnsent();
-            if (m == null) return;
-            frontierRowid = m.rowid();
-            InFlight f = new InFlight(m);
-            inflight.put(m.rowid(), f);
-            trq.setSoftMark(m, MARK_INFLIGHT, true);
-            if (!transmit(f)) {
-                dropInflight(m.rowid());
-                trq.setSoftMark(m, MARK_INFLIGHT, false);
-                trq.setSoftMark(m, MARK_UNREADABLE, true);
-            }
+        if (noBottom.active()) Glog.info(gobj, "Bottom found: queued messages are sent", "tries", noBottom.end());
+        while (opened() && !window.isFull(gobj.readLong(MAX_PENDING_ACKS), gobj.readLong(MAX_PENDING_BYTES))) {
+            InFlight f = window.takeNext();
+            if (f == null) return;
+            if (!transmit(f)) window.unreadable(f);
         }
     }
 
-    /** The oldest message of the queue not in flight and not known unreadable, after the frontier. */
-    private QueueMessage nextUnsent() {
-        QueueMessage m;
-        if (frontierRowid < 0) {
-            m = trq.first();
-        } else {
-            QueueMessage at = trq.getByRowid(frontierRowid);
-            if (at != null) {
-                m = trq.next(at);
-            } else {
-                m = null;
-                long last = trq.lastRowid();
-                for (long r = frontierRowid + 1; r <= last; r++) {
-                    m = trq.getByRowid(r);
-                    if (m != null) break;
-                }
+    /** Sends again what timed out or was nacked, oldest first. */
+    private void resendDue(long now) {
+        for (InFlight f : window.due(now)) {
+            if (!opened()) return;
+            // an ack or a close handled while sending an earlier one may have settled this one
+            if (!window.holds(f)) continue;
+            if (trq.getByRowid(f.rowid()) == null) {
+                window.drop(f.rowid());
+                continue;
             }
+            boolean timedOut = window.retry(f);
+            gobj.inc(RETRIES);
+            if (gobj.isTraced(TRACE_MESSAGES) || gobj.isTraced(TRACE_QUEUE_PROT)) {
+                Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
+                        "rowid", f.rowid(), "retries", f.retries);
+            }
+            if (!transmit(f)) window.unreadable(f);
         }
-        while (m != null && (inflight.containsKey(m.rowid()) || (m.softMark() & MARK_UNREADABLE) != 0)) {
-            m = trq.next(m);
-        }
-        return m;
     }
 
     /**
@@ -751,87 +985,69 @@ public final class QIoGate implements GObjBehavior {
      */
     private boolean transmit(InFlight f) {
         ByteBuf buf = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 256);
-        boolean readable;
+        String cause = null;
         try {
-            readable = trq.writeMsgJson(f.msg, buf);
+            if (!trq.writeMsgJson(f.msg, buf)) cause = "unreadable";
         } catch (RuntimeException e) {
+            cause = String.valueOf(e);
+        }
+        if (cause != null) {
             buf.release();
-            Glog.error(gobj, "Message cannot be serialised, skipped", "rowid", f.msg.rowid(), "error", String.valueOf(e));
+            if (unreadable.hit()) {
+                Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
+                        "rowid", f.rowid(), "cause", cause);
+            }
             return false;
         }
-        if (!readable) {
-            buf.release();
-            Glog.error(gobj, "Message unreadable, skipped (still pending on disk)", "rowid", f.msg.rowid());
-            return false;
-        }
-        if (f.bytes == 0) {
-            f.bytes = buf.readableBytes();
-            inflightBytes += f.bytes;
-        }
-        long now = now();
-        f.sentAtMs = now;
-        f.dueMs = now + backoff(timeoutAckMs, f.retries);
+        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
+        window.sent(f, buf.readableBytes(), now(), timeoutAckMs());
         if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, "message sent", "rowid", f.msg.rowid(), "retries", f.retries,
+            Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries,
                     "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
-                            java.nio.charset.StandardCharsets.UTF_8)));
+                            StandardCharsets.UTF_8)));
         }
-        int r = bottom().send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(buf), gobj);
-        if (r < 0) {
-            // The bottom refused it (no channel, output over its limit...): it stays in flight and the ack
-            // timeout sends it again, with backoff.
-            Glog.warn(gobj, "Bottom refused the message: it will be sent again after timeout_ack",
-                    "rowid", f.msg.rowid());
+        if (bottom().send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(buf), gobj) < 0) {
+            // No channel, output over its limit...: it stays in flight and the ack timeout sends it again.
+            if (bottomRefused.hit()) {
+                Glog.warn(gobj, "Bottom refused the message: it is sent again after timeout_ack "
+                        + "(said once until the bottom takes one)", "rowid", f.rowid());
+            }
+        } else if (bottomRefused.active()) {
+            Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());
         }
         return true;
     }
 
-    /** Whatever was in flight goes back to "not sent". */
-    private void clearInflight() {
-        if (trq != null) {
-            for (InFlight f : inflight.values()) trq.setSoftMark(f.msg, MARK_INFLIGHT, false);
-        }
-        clearInflightMap();
-        frontierRowid = -1;
-    }
-
     private void drainDurable(TrQueue q) {
-        if (q != trq) return;
-        long gen = q.generation();
-        long durable = q.durableRowid();
-        while (!durableWaits.isEmpty()) {
-            DurableWait w = durableWaits.peek();
-            if (w.generation == gen && w.rowid > durable) return;
-            durableWaits.poll();
-            if (w.generation != gen) {
-                Glog.warn(gobj, "Durable callback of another queue generation dropped", "rowid", w.rowid);
-                continue;
-            }
-            try {
-                w.callback.run();
-            } catch (RuntimeException e) {
-                Glog.error(gobj, "__on_durable__ callback failed", "rowid", w.rowid, "error", String.valueOf(e));
-            }
-        }
+        if (suspended || q != trq) return;
+        durableWaits.drain(q.generation(), q.durableRowid());
     }
 
+    /**
+     * The queue-size alert: said once when the queue reaches {@code alert_queue_size}, and once when it is back
+     * under half of it (with how large it grew), never per message in between. Clearing at half, not at the limit
+     * itself, keeps a queue that hovers around the limit (a full in-flight window under steady load) from saying
+     * the alert and its end every few hundred milliseconds.
+     */
     private void checkAlert(boolean atOpen) {
         if (trq == null) return;
-        long limit = alertQueueSize;
+        long limit = gobj.readLong(ALERT_QUEUE_SIZE);
         int size = trq.size();
-        boolean over = limit > 0 && !disableAlert && size >= limit;
-        boolean was = alert;
-        if (over && (!was || (!atOpen && size % limit == 0))) {
+        boolean was = gobj.readBool(ALERT);
+        boolean enabled = limit > 0 && !gobj.readBool(DISABLE_ALERT);
+        boolean over = enabled && (was ? size >= limit / 2 : size >= limit);
+        if (over && size > alertPeak) alertPeak = size;
+        if (over && !was) {
             Glog.warn(gobj, gobj.read(ALERT_MESSAGE) + " " + size + " msgs", "node", hostName(),
                     "yuno", gobj.yuno().role() + "^" + gobj.yuno().name(), "queue", database(),
-                    "topic_name", trq.topicName(), "queue_size", size, "alert_queue_size", limit);
+                    "topic_name", trq.topicName(), "queue_size", size, "alert_queue_size", limit,
+                    "at_open", atOpen);
         } else if (!over && was) {
-            Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit);
+            Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit,
+                    "cleared_under", limit / 2, "peak", alertPeak);
+            alertPeak = 0;
         }
-        if (over != was) {
-            alert = over;
-            gobj.set(ALERT, over);
-        }
+        if (over != was) gobj.setBool(ALERT, over);
     }
 
     private static String hostName() {
@@ -844,60 +1060,31 @@ public final class QIoGate implements GObjBehavior {
 
     /** A backup is only tried on an empty queue with nothing in flight and nobody waiting for durability. */
     private void checkBackup() {
-        if (trq.size() != 0 || !inflight.isEmpty() || !durableWaits.isEmpty()) return;
+        if (trq.size() != 0 || !window.isEmpty() || !durableWaits.isEmpty()) return;
         long gen = trq.generation();
         int r = trq.checkBackup();
         if (trq.generation() != gen) {
             // a new topic incarnation: rowids start at 1 again
-            frontierRowid = -1;
+            window.rewind();
             Glog.info(gobj, "Queue backed up, new generation", "topic_name", trq.topicName(),
                     "generation", trq.generation());
         }
         if (r < 0) {
-            if (!backupRefusedSaid) {
-                backupRefusedSaid = true;
+            if (backupRefused.hit()) {
                 Glog.warn(gobj, "Queue backup refused or failed: the queue goes on in its topic",
                         "topic_name", trq.topicName());
             }
-        } else {
-            backupRefusedSaid = false;
+        } else if (backupRefused.active()) {
+            Glog.info(gobj, "Queue backup check passes again", "topic_name", trq.topicName(),
+                    "refused", backupRefused.end());
         }
-    }
-
-    /** The attributes are read from outside: the gauges and the counters, exact. */
-    @Override
-    public void onReadAttrs() {
-        syncCounters();
-        refreshStats();
-    }
-
-    private void syncCounters() {
-        add(ENQUEUED, dEnqueued);
-        add(ENQUEUE_ERRORS, dEnqueueErrors);
-        add(ACKS, dAcks);
-        add(NACKS, dNacks);
-        add(IGNORED_ACKS, dIgnoredAcks);
-        add(RETRIES, dRetries);
-        dEnqueued = dEnqueueErrors = dAcks = dNacks = dIgnoredAcks = dRetries = 0;
-    }
-
-    private void add(Attr<Long> a, long n) {
-        if (n != 0) gobj.set(a, gobj.readLong(a) + n);
-    }
-
-    /** The gauges (msgs_in_queue, pending_acks, oldest_pending_age_ms) from the queue, for a reader. */
-    private void refreshStats() {
-        TrQueue q = trq;
-        gobj.set(MSGS_IN_QUEUE, q == null ? 0L : (long) q.size());
-        gobj.set(PENDING_ACKS, (long) inflight.size());
-        gobj.set(OLDEST_PENDING_AGE_MS, oldestAgeMs());
     }
 
     private long oldestAgeMs() {
         if (trq == null) return 0;
         QueueMessage m = trq.first();
         if (m == null) return 0;
-        long tMs = (systemFlag & TrQueue.SF_T_MS) != 0 ? m.t() : m.t() * 1000L;
+        long tMs = tInMs ? m.t() : m.t() * 1000L;
         return Math.max(0, gobj.yuno().clock().epochMillis() - tMs);
     }
 
@@ -910,135 +1097,7 @@ public final class QIoGate implements GObjBehavior {
         return s.length() > 200 ? s.substring(0, 200) + "..." : s;
     }
 
-    // --- Stats ---
-
-    /**
-     * The bottom's stats (asked as its parent, the envelope unwrapped) plus the queue's: {@code msgs_in_queue},
-     * {@code pending_acks}, {@code oldest_pending_age_ms}, {@code alert}, {@code retries}, {@code nacks},
-     * {@code acks}, {@code ignored_acks}, {@code enqueued}, {@code enqueue_errors}; in the envelope.
-     */
-    @Override
-    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
-        boolean reset = "__reset__".equals(filter);
-        ObjectNode data = Kw.create();
-        GObj b = bottom();
-        if (b != null) {
-            ObjectNode bs = b.stats(filter, kw, gobj);
-            JsonNode d = bs != null && bs.has("result") && bs.has("data") ? bs.get("data") : bs;
-            if (d instanceof ObjectNode) data.setAll((ObjectNode) d);
-        }
-        syncCounters();
-        if (reset) {
-            for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) gobj.set(a, 0L);
-        }
-        refreshStats();
-        data.put(MSGS_IN_QUEUE.name(), gobj.readLong(MSGS_IN_QUEUE));
-        data.put(PENDING_ACKS.name(), gobj.readLong(PENDING_ACKS));
-        data.put(OLDEST_PENDING_AGE_MS.name(), gobj.readLong(OLDEST_PENDING_AGE_MS));
-        data.put(ALERT.name(), gobj.readBool(ALERT));
-        for (Attr<Long> a : List.of(RETRIES, NACKS, ACKS, IGNORED_ACKS, ENQUEUED, ENQUEUE_ERRORS)) {
-            data.put(a.name(), gobj.readLong(a));
-        }
-        return Envelope.ok(data);
-    }
-
-    // --- Commands ---
-
-    /**
-     * queue_mark_pending: rows in the range become pending (loaded into the queue if needed) and are sent again
-     * in rowid order. queue_mark_notpending: rows in the range stop being pending and leave the queue (those in
-     * flight too). Run live, on the core thread: no pause needed.
-     */
-    private ObjectNode cmdMarkPending(ObjectNode kw, boolean pending) {
-        long from = Kw.getLong(kw, "from-rowid", 0);
-        long to = Kw.getLong(kw, "to-rowid", 0);
-        if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
-        if (trq == null && openQueue() < 0) return Envelope.error("queue not open");
-        long last = trq.lastRowid();
-        if (to <= 0 || to > last) to = last;
-        if (from > to) {
-            return Envelope.ok("0 messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
-        }
-        int n = 0;
-        if (pending) {
-            for (long r = from; r <= to; r++) {
-                QueueMessage m = trq.getByRowid(r);
-                if (m == null) {
-                    trq.loadAll(r, r);
-                    m = trq.getByRowid(r);
-                }
-                if (m == null) continue;
-                if ((m.userFlag() & TrQueue.MSG_PENDING) == 0) {
-                    if (trq.setHardFlag(m, TrQueue.MSG_PENDING, true) < 0) continue;
-                }
-                n++;
-            }
-            // Rows below the frontier may have come back: walk again from the oldest.
-            frontierRowid = -1;
-        } else {
-            List<QueueMessage> hit = new ArrayList<>();
-            for (QueueMessage m = trq.getByRowid(from) != null ? trq.getByRowid(from) : firstAtOrAfter(from);
-                 m != null && m.rowid() <= to; m = trq.next(m)) {
-                hit.add(m);
-            }
-            for (QueueMessage m : hit) {
-                dropInflight(m.rowid());
-                if (trq.unload(m, 0) == 0) n++;
-            }
-        }
-        checkAlert(false);
-        sendBatch();
-        refreshStats();
-        return Envelope.ok(n + " messages marked as " + (pending ? "PENDING" : "NOT-PENDING"), null);
-    }
-
-    private QueueMessage firstAtOrAfter(long rowid) {
-        for (QueueMessage m = trq.first(); m != null; m = trq.next(m)) {
-            if (m.rowid() >= rowid) return m;
-        }
-        return null;
-    }
-
-    private ObjectNode cmdViewQueue(ObjectNode kw) {
-        refreshStats();
-        ObjectNode d = Kw.create();
-        d.put("topic_name", gobj.read(TOPIC_NAME));
-        d.put("path", queuesPath().resolve(database()).toString());
-        d.put("open", trq != null);
-        d.put("link_open", opened());
-        d.put("msgs_in_queue", gobj.readLong(MSGS_IN_QUEUE));
-        d.put("pending_acks", gobj.readLong(PENDING_ACKS));
-        d.put("max_pending_acks", gobj.readLong(MAX_PENDING_ACKS));
-        d.put("pending_bytes", inflightBytes);
-        d.put("max_pending_bytes", gobj.readLong(MAX_PENDING_BYTES));
-        d.put("oldest_pending_age_ms", gobj.readLong(OLDEST_PENDING_AGE_MS));
-        if (trq != null) {
-            d.put("generation", trq.generation());
-            d.put("topic_size", trq.topicSize());
-            d.put("durable_rowid", trq.durableRowid());
-            d.put("fsync_policy", trq.fsyncPolicy().name().toLowerCase(Locale.ROOT));
-        }
-        long limit = Kw.getLong(kw, "limit", 20);
-        var arr = d.putArray("inflight");
-        long now = now();
-        Iterator<Map.Entry<Long, InFlight>> it = inflight.entrySet().iterator();
-        for (int i = 0; i < limit && it.hasNext(); i++) {
-            InFlight f = it.next().getValue();
-            ObjectNode o = arr.addObject();
-            o.put("rowid", f.msg.rowid());
-            o.put("retries", f.retries);
-            o.put("sent_ms_ago", now - f.sentAtMs);
-            o.put("due_in_ms", f.dueMs - now);
-        }
-        return Envelope.ok(d);
-    }
-
-    // --- Test hooks (package-private) ---
-
-    int inflightCount() {
-        return inflight.size();
-    }
-
+    /** The open queue, for tests that drive its durability; null while closed. */
     TrQueue queue() {
         return trq;
     }

@@ -2,46 +2,27 @@
 package io.gatehouse.qiogate;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassNames;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import io.gatehouse.api.queue.TrQueueFactory;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
 
 /**
- * The C_QIOGATE gclass: a persistent queue with acks in front of one bottom. Behaviour: {@link QIoGate}. The
- * queues come from the {@link TrQueueFactory} service (the trqueue bundle), injected in the constructor; outside
- * OSGi, {@link #spec(TrQueueFactory)} builds the same spec around any factory.
+ * C_QIOGATE as a DS service, registered once a {@link TrQueueFactory} (the trqueue bundle) is there: its gobjs
+ * open their queues from it. The gclass is declared in {@link QIoGate}.
+ *
+ * <p>The reference is static and greedy: each trqueue revision registers its factory ranked by its bundle version,
+ * so when a higher trqueue is installed beside the one serving, DS makes this component again with the higher
+ * factory (and again with the lower one when the higher goes: a rollback). Each time this gclass leaves and comes
+ * back, core suspends the gates and hands them to the new component's spec, whose behaviours open their queues
+ * through the new factory with their in-flight windows kept ({@link QIoGate#onImport}).
  */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=" + GClassNames.C_QIOGATE)
-public final class QIoGateGClass implements GClass {
-    private final GClassSpec<QIoGate> spec;
-
+@Component(service = GClass.class)
+public final class QIoGateGClass extends GClassComponent {
     @Activate
-    public QIoGateGClass(@Reference TrQueueFactory factory) {
-        this.spec = spec(factory);
-    }
-
-    /**
-     * The gclass spec with its queues from {@code factory}; null finds the factory at start with
-     * {@code yuno().lookup(TrQueueFactory.class)}.
-     */
-    public static GClassSpec<QIoGate> spec(TrQueueFactory factory) {
-        return GClassSpec.builder(GClassNames.C_QIOGATE, QIoGate.class)
-                .description("Persistent queue with acks in front of one bottom (retries, credit window)")
-                .attrs(QIoGate.ATTRS)
-                .fsm(QIoGate.FSM)
-                .commands(QIoGate.COMMANDS)
-                .traceLevels(QIoGate.TRACE_MESSAGES, QIoGate.TRACE_QUEUE_PROT)
-                .acceptUnusedYunetaKeys(QIoGate.UNUSED_YUNETA_KEYS)
-                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
-                .factory(g -> new QIoGate(g, factory))
-                .build();
-    }
-
-    @Override
-    public GClassSpec<?> spec() {
-        return spec;
+    public QIoGateGClass(@Reference(policyOption = ReferencePolicyOption.GREEDY) TrQueueFactory queues) {
+        super(QIoGate.SPEC.withFactory(g -> new QIoGate(g, queues)));
     }
 }

@@ -10,17 +10,21 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.LogSink;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.FakeBottom;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.MemTrQueueFactory;
+import io.gatehouse.testkit.Recorder;
+import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -28,12 +32,16 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** C_QIOGATE over a fake bottom and an in-memory queue: send protocol, acks, retries, durability, commands. */
+/**
+ * C_QIOGATE over a fake bottom and an in-memory queue: send protocol, acks, retries, durability, logs, commands.
+ * Time is a {@link ManualClock}: the poll tick, ack timeouts and backoff move only when a test advances it.
+ */
 class QIoGateTest {
     @TempDir
     Path tmp;
 
     final MemTrQueueFactory qf = new MemTrQueueFactory();
+    final ManualClock clock = new ManualClock();
     final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
     YunoRuntime rt;
@@ -59,12 +67,16 @@ class QIoGateTest {
     YunoRuntime build(String kw) {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":" + kw
                 + ",\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        return YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
-                .config(cfg).build().start();
+        return YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
+                .gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
     }
 
     GObj gate() {
         return rt.call(() -> rt.yuno().service("q"));
+    }
+
+    List<Long> bottomRowids() {
+        return bottom().sentRowids();
     }
 
     FakeBottom bottom() {
@@ -85,27 +97,41 @@ class QIoGateTest {
         return env.get("data");
     }
 
-    static void eventually(BooleanSupplier cond, long timeoutMs, String what) {
-        long deadline = System.currentTimeMillis() + timeoutMs;
-        while (!cond.getAsBoolean()) {
-            if (System.currentTimeMillis() > deadline) throw new AssertionError("timed out waiting: " + what);
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
-    }
-
     boolean logged(String text) {
-        synchronized (logs) {
-            for (String l : logs) if (l.contains(text)) return true;
-        }
-        return false;
+        return count(text) > 0;
     }
 
-    // --- Send protocol (checks 32, 34) ---
+    /** How many log lines contain {@code text}. */
+    int count(String text) {
+        synchronized (logs) {
+            int n = 0;
+            for (String l : logs) if (l.contains(text)) n++;
+            return n;
+        }
+    }
+
+    /** A message with a durability request tagged {@code tag}. */
+    static ObjectNode durable(String id, String tag) {
+        ObjectNode kw = Kw.create().put("id", id);
+        kw.putObject(Kw.DURABLE).put("tag", tag);
+        return kw;
+    }
+
+    int sendFrom(Recorder sender, ObjectNode kw) {
+        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj()));
+    }
+
+    MemTrQueueFactory.Mem queue() {
+        return rt.call(() -> (MemTrQueueFactory.Mem) ((QIoGate) gate().behavior()).queue());
+    }
+
+    /** Lets the tasks already handed to the core loop run (durability is told on a later turn of the loop). */
+    void drainLoop() {
+        rt.run(() -> { });
+        rt.run(() -> { });
+    }
+
+    // --- Send protocol ---
 
     @Test
     void shouldQueueWhileClosedAndSendInOrderWhenOpened() {
@@ -185,7 +211,7 @@ class QIoGateTest {
         assertEquals(List.of(1L, 2L), bottom().sentRowids());
     }
 
-    // --- Acks (check 33, with the seed's nack) ---
+    // --- Acks and nacks ---
 
     @Test
     void shouldClearOnAckAndIgnoreDuplicateAck() {
@@ -232,7 +258,7 @@ class QIoGateTest {
     }
 
     @Test
-    void shouldKeepLinkAndMessagesWhenAckIsNotJson() {
+    void shouldKeepTheLinkAndTheMessagesWhenAnAckIsNotJson() {
         givenGate("{\"topic_name\":\"t\"}");
         rt.run(() -> bottom().open());
         send("{\"id\":\"1\"}");
@@ -246,7 +272,7 @@ class QIoGateTest {
     }
 
     @Test
-    void shouldRetryNackedMessageLaterAndCountRetries() {
+    void shouldSendANackedMessageAgainAfterTheRetryDelayDoublingPerNack() {
         givenGate("{\"topic_name\":\"t\",\"timeout_poll\":20,\"retry_delay\":100}");
         rt.run(() -> bottom().open());
         send("{\"id\":\"1\"}");
@@ -255,13 +281,18 @@ class QIoGateTest {
         rt.run(() -> bottom().ack(first, -1));
         assertEquals(2, stats().get("msgs_in_queue").asInt(), "a nack does not drop the message");
         assertEquals(1, stats().get("nacks").asInt());
-        assertTrue(bottom().awaitSent(3, 3000), "nacked message sent again");
-        assertEquals(1L, bottom().sentRowids().get(2));
+        clock.advance(99);
+        assertEquals(2, bottom().sent().size(), "not before retry_delay");
+        clock.advance(1);
+        assertEquals(List.of(1L, 2L, 1L), bottomRowids(), "nacked message sent again");
         assertEquals(1, stats().get("retries").asInt());
 
         ObjectNode again = bottom().sent().get(2);
         rt.run(() -> bottom().ack(again, -5));
-        assertTrue(bottom().awaitSent(4, 3000), "nacked twice, sent a third time");
+        clock.advance(199);
+        assertEquals(3, bottom().sent().size(), "the second wait is twice retry_delay");
+        clock.advance(1);
+        assertEquals(4, bottom().sent().size(), "nacked twice, sent a third time");
         ObjectNode third = bottom().sent().get(3);
         rt.run(() -> bottom().ack(third, 0));
         assertEquals(1, stats().get("msgs_in_queue").asInt());
@@ -270,23 +301,38 @@ class QIoGateTest {
     }
 
     @Test
-    void shouldResendWhenAckTimesOutWithBackoff() {
-        givenGate("{\"topic_name\":\"t\",\"timeout_poll\":20,\"timeout_ack\":1}");
+    void shouldResendWhenTheAckTimesOutWithADoublingBackoff() {
+        givenGate("{\"topic_name\":\"t\",\"timeout_poll\":100,\"timeout_ack\":1}");
         rt.run(() -> bottom().open());
-        long t0 = System.currentTimeMillis();
         send("{\"id\":\"1\"}");
-        assertTrue(bottom().awaitSent(2, 3000), "sent again after timeout_ack");
-        long first = System.currentTimeMillis() - t0;
-        assertTrue(first >= 950, "not before timeout_ack: " + first);
-        assertTrue(bottom().awaitSent(3, 5000), "sent a third time");
-        long second = System.currentTimeMillis() - t0;
-        assertTrue(second - first >= 1800, "backoff doubles: " + (second - first));
-        assertEquals(List.of(1L, 1L, 1L), bottom().sentRowids());
+        clock.advance(999);
+        assertEquals(1, bottom().sent().size(), "not before timeout_ack");
+        clock.advance(1);
+        assertEquals(2, bottom().sent().size(), "sent again after timeout_ack");
+        clock.advance(1999);
+        assertEquals(2, bottom().sent().size(), "the second wait is twice timeout_ack");
+        clock.advance(1);
+        assertEquals(List.of(1L, 1L, 1L), bottomRowids());
         assertEquals(2, stats().get("retries").asInt());
         assertEquals(1, stats().get("pending_acks").asInt());
         ObjectNode m = bottom().sent().get(2);
         rt.run(() -> bottom().ack(m, 0));
         assertEquals(0, stats().get("msgs_in_queue").asInt());
+        clock.advance(60_000);
+        assertEquals(3, bottom().sent().size(), "nothing is sent again once acked");
+    }
+
+    @Test
+    void shouldCapTheBackoffAtEightTimesTimeoutAck() {
+        givenGate("{\"topic_name\":\"t\",\"timeout_poll\":100,\"timeout_ack\":1}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        clock.advance(1000 + 2000 + 4000 + 8000);
+        assertEquals(5, bottom().sent().size(), "sent at 0, 1 s, 3 s, 7 s and 15 s");
+        clock.advance(7999);
+        assertEquals(5, bottom().sent().size());
+        clock.advance(1);
+        assertEquals(6, bottom().sent().size(), "then every 8 s");
     }
 
     @Test
@@ -372,42 +418,101 @@ class QIoGateTest {
         assertEquals(1, stats().get("enqueue_errors").asInt());
     }
 
-    // --- Durability hook ---
+    // --- Durability: EV_ON_DURABLE to the sender ---
 
     @Test
-    void shouldRunOnDurableOnlyOnceTheRecordIsDurable() {
+    void shouldAnswerOnDurableOnlyOnceTheRecordIsDurable() {
         qf.autoDurable = false;
         givenGate("{\"topic_name\":\"t\"}");
-        AtomicInteger told = new AtomicInteger();
-        AtomicInteger onCore = new AtomicInteger();
-        ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) () -> {
-            told.incrementAndGet();
-            if (rt.yuno().inCoreThread()) onCore.incrementAndGet();
-        });
-        assertEquals(0, sendKw(kw));
-        rt.run(() -> { });
-        assertEquals(0, told.get(), "not durable yet");
-        rt.run(() -> ((MemTrQueueFactory.Mem) ((QIoGate) gate().behavior()).queue()).makeDurable());
-        eventually(() -> told.get() == 1, 2000, "durable callback");
-        assertEquals(1, onCore.get());
-        assertFalse(rt.call(() -> qf.topic("t").rows() == 1 && Kw.toJson(qf.opened.get(0).msgJson(
-                qf.opened.get(0).first())).contains("__on_durable__")));
+        Recorder sender = Recorder.create(rt, "sender");
+        assertEquals(0, (int) rt.call(() -> {
+            int r = gate().send(Ev.EV_SEND_MESSAGE, durable("1", "t1"), sender.gobj());
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "never inside the send");
+            return r;
+        }));
+        drainLoop();
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "not durable yet");
+        rt.run(() -> queue().makeDurable());
+        Recorder.Event told = sender.await(Ev.EV_ON_DURABLE, 5000);
+        assertNotNull(told, "EV_ON_DURABLE");
+        assertEquals("t1", told.kw.path("tag").asText(), "the sender's own dict comes back");
+        assertEquals("q", told.src);
+        assertFalse(rt.call(() -> Kw.toJson(qf.opened.get(0).msgJson(qf.opened.get(0).first())).contains(Kw.DURABLE)),
+                "the durability request is not stored");
     }
 
     @Test
-    void shouldNotRunOnDurableAndAnswerMinusOneWhenTheAppendFails() {
+    void shouldAnswerOnDurableAfterTheSendWhenTheRecordIsDurableAtOnce() {
+        givenGate("{\"topic_name\":\"t\"}");
+        Recorder sender = Recorder.create(rt, "sender");
+        rt.run(() -> {
+            assertEquals(0, gate().send(Ev.EV_SEND_MESSAGE, durable("1", "t1"), sender.gobj()));
+            assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "never inside the send, even when already durable");
+        });
+        assertNotNull(sender.await(Ev.EV_ON_DURABLE, 5000));
+        drainLoop();
+        assertEquals(1, sender.count(Ev.EV_ON_DURABLE), "once");
+    }
+
+    @Test
+    void shouldAnswerOnDurableInAppendOrderForTheRecordsTheFsyncCovered() {
+        qf.autoDurable = false;
+        givenGate("{\"topic_name\":\"t\"}");
+        Recorder sender = Recorder.create(rt, "sender");
+        for (int i = 1; i <= 3; i++) assertEquals(0, sendFrom(sender, durable(String.valueOf(i), "t" + i)));
+        rt.run(() -> queue().makeDurable(2));
+        assertTrue(sender.awaitCount(Ev.EV_ON_DURABLE, 2, 5000));
+        drainLoop();
+        List<String> tags = new ArrayList<>();
+        for (Recorder.Event e : sender.events(Ev.EV_ON_DURABLE)) tags.add(e.kw.path("tag").asText());
+        assertEquals(List.of("t1", "t2"), tags, "the third record is not durable yet");
+        rt.run(() -> queue().makeDurable());
+        assertTrue(sender.awaitCount(Ev.EV_ON_DURABLE, 3, 5000));
+    }
+
+    @Test
+    void shouldNotAnswerOnDurableAndAnswerMinusOneWhenTheAppendFails() {
         givenGate("{\"topic_name\":\"t\"}");
         qf.failAppends = true;
-        AtomicInteger told = new AtomicInteger();
-        ObjectNode kw = Kw.create().put("id", "1");
-        Kw.putRef(kw, QIoGate.ON_DURABLE, (Runnable) told::incrementAndGet);
-        assertEquals(-1, sendKw(kw));
-        rt.run(() -> { });
-        assertEquals(0, told.get());
+        Recorder sender = Recorder.create(rt, "sender");
+        assertEquals(-1, sendFrom(sender, durable("1", "t1")));
+        drainLoop();
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE));
         assertTrue(logged("Message NOT SAVED in the queue"), logs.toString());
         assertEquals(1, stats().get("enqueue_errors").asInt());
         assertEquals(0, stats().get("msgs_in_queue").asInt());
+        qf.failAppends = false;
+        assertEquals(0, sendFrom(sender, durable("2", "t2")));
+        Recorder.Event told = sender.await(Ev.EV_ON_DURABLE, 5000);
+        assertNotNull(told);
+        assertEquals("t2", told.kw.path("tag").asText(), "only the message that was stored is answered");
+    }
+
+    @Test
+    void shouldNotAnswerOnDurableWhenTheMessageIsRefused() {
+        givenGate("{\"topic_name\":\"t\"}");
+        Recorder sender = Recorder.create(rt, "sender");
+        ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("not json", StandardCharsets.UTF_8));
+        kw.putObject(Kw.DURABLE).put("tag", "t1");
+        assertEquals(-1, sendFrom(sender, kw));
+        drainLoop();
+        assertEquals(0, sender.count(Ev.EV_ON_DURABLE));
+        assertEquals(0, stats().get("enqueued").asInt());
+    }
+
+    @Test
+    void shouldNotAnswerASenderThatIsGone() {
+        qf.autoDurable = false;
+        givenGate("{\"topic_name\":\"t\"}");
+        Recorder gone = Recorder.create(rt, "gone");
+        Recorder stays = Recorder.create(rt, "stays");
+        assertEquals(0, sendFrom(gone, durable("1", "t1")));
+        assertEquals(0, sendFrom(stays, durable("2", "t2")));
+        rt.run(() -> gone.gobj().destroy());
+        rt.run(() -> queue().makeDurable());
+        Recorder.Event told = stays.await(Ev.EV_ON_DURABLE, 5000);
+        assertNotNull(told, "the waits after a destroyed sender are still told");
+        assertEquals("t2", told.kw.path("tag").asText());
     }
 
     // --- Stats, alert, backup ---
@@ -430,37 +535,178 @@ class QIoGateTest {
     }
 
     @Test
-    void shouldRaiseAlertWhenQueuePassesAlertQueueSize() {
+    void shouldSayTheAlertOnceWhenTheQueueCrossesAlertQueueSizeAndOnceWhenBackUnder() {
         givenGate("{\"topic_name\":\"t\",\"alert_queue_size\":3}");
         send("{\"id\":\"1\"}");
         send("{\"id\":\"2\"}");
         assertFalse(stats().get("alert").asBoolean());
-        send("{\"id\":\"3\"}");
+        for (int i = 3; i <= 10; i++) send("{\"id\":\"" + i + "\"}");
         assertTrue(stats().get("alert").asBoolean());
+        assertEquals(1, count("ALERT Queuing"), "once, not at every multiple of alert_queue_size: " + logs);
         assertTrue(logged("WARN C_QIOGATE^q ALERT Queuing 3 msgs"), logs.toString());
         rt.run(() -> bottom().open());
-        ObjectNode m = bottom().sent().get(0);
-        rt.run(() -> bottom().ack(m, 0));
+        for (ObjectNode m : bottom().sent()) rt.run(() -> bottom().ack(m, 0));
         assertFalse(stats().get("alert").asBoolean());
+        assertEquals(1, count("Queue back under alert_queue_size"), logs.toString());
+        assertTrue(logged("peak=10"), logs.toString());
+        assertEquals(1, count("ALERT Queuing"));
     }
 
     @Test
-    void shouldBackUpAnEmptyQueueAndIgnoreAcksOfTheOldGeneration() throws InterruptedException {
+    void shouldKeepTheAlertWhileTheQueueHoversAroundAlertQueueSize() {
+        givenGate("{\"topic_name\":\"t\",\"alert_queue_size\":4}");
+        for (int i = 1; i <= 4; i++) send("{\"id\":\"" + i + "\"}");
+        assertTrue(stats().get("alert").asBoolean());
+        rt.run(() -> bottom().open());
+        // Acked down to 2 (half of 4) and up to 4 again, twice: the alert stays on, said once.
+        for (int round = 0; round < 2; round++) {
+            List<ObjectNode> sent = bottom().sent();
+            rt.run(() -> bottom().ack(sent.get(sent.size() - 4), 0));
+            rt.run(() -> bottom().ack(sent.get(sent.size() - 3), 0));
+            assertTrue(stats().get("alert").asBoolean(), "2 queued: not under half of 4 yet");
+            send("{\"id\":\"a" + round + "\"}");
+            send("{\"id\":\"b" + round + "\"}");
+        }
+        assertEquals(1, count("ALERT Queuing"), logs.toString());
+        assertEquals(0, count("Queue back under alert_queue_size"), logs.toString());
+        for (ObjectNode m : bottom().sent()) rt.run(() -> bottom().ack(m, 0));
+        assertFalse(stats().get("alert").asBoolean());
+        assertEquals(1, count("Queue back under alert_queue_size"), logs.toString());
+    }
+
+    @Test
+    void shouldBackUpAnEmptyQueueAndIgnoreAcksOfTheOldGeneration() {
         givenGate("{\"topic_name\":\"t\",\"backup_queue_size\":2,\"timeout_poll\":20,\"timeout_backup\":1}");
         rt.run(() -> bottom().open());
         send("{\"id\":\"1\"}");
         send("{\"id\":\"2\"}");
         List<ObjectNode> sent = bottom().sent();
         rt.run(() -> bottom().ack(sent.get(0), 0));
-        Thread.sleep(1200);
+        clock.advance(1200);
         assertEquals(0, (int) rt.call(() -> qf.topic("t").backups()), "no backup while a message is queued");
         rt.run(() -> bottom().ack(sent.get(1), 0));
-        eventually(() -> rt.call(() -> qf.topic("t").backups()) == 1, 3000, "backup of the empty queue");
+        clock.advance(1000);
+        assertEquals(1, (int) rt.call(() -> qf.topic("t").backups()), "backup of the empty queue");
         send("{\"id\":\"3\"}");
         ObjectNode m3 = bottom().sent().get(2);
         assertEquals(1, m3.get("__md_trq__").get("__msg_rowid__").asLong(), "a new generation starts at 1");
         rt.run(() -> bottom().ack(sent.get(0), 0));
         assertEquals(1, stats().get("msgs_in_queue").asInt(), "an ack of the old generation does not clear rowid 1");
+    }
+
+    // --- Faults said once per streak ---
+
+    @Test
+    void shouldSayOnceThatAppendsAreRefusedAndOnceWhenTheyWorkAgain() {
+        givenGate("{\"topic_name\":\"t\"}");
+        qf.failAppends = true;
+        for (int i = 0; i < 5; i++) assertEquals(-1, send("{\"id\":\"" + i + "\"}"));
+        assertEquals(1, count("Message NOT SAVED in the queue"), logs.toString());
+        qf.failAppends = false;
+        assertEquals(0, send("{\"id\":\"ok\"}"));
+        assertEquals(0, send("{\"id\":\"ok2\"}"));
+        assertEquals(1, count("Messages saved in the queue again"), logs.toString());
+        assertTrue(logged("refused=5"), logs.toString());
+        assertEquals(5, stats().get("enqueue_errors").asInt());
+    }
+
+    @Test
+    void shouldSayOnceThatMessagesAreNotJsonAndOnceWhenTheyAreAgain() {
+        givenGate("{\"topic_name\":\"t\"}");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(-1, sendKw(Kw.withGbuffer(Unpooled.copiedBuffer("nope", StandardCharsets.UTF_8))));
+        }
+        assertEquals(1, count("its gbuffer is not a JSON object"), logs.toString());
+        assertEquals(0, sendKw(Kw.withGbuffer(Unpooled.copiedBuffer("{\"id\":1}", StandardCharsets.UTF_8))));
+        assertEquals(1, count("Messages are JSON objects again"), logs.toString());
+        assertTrue(logged("refused=3"), logs.toString());
+    }
+
+    @Test
+    void shouldSayOnceThatTheBottomRefusesAndOnceWhenItTakesMessagesAgain() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        bottom().answer = -1;
+        for (int i = 1; i <= 5; i++) send("{\"id\":\"" + i + "\"}");
+        assertEquals(5, bottom().sent().size(), "each was tried and stays in flight");
+        assertEquals(1, count("Bottom refused the message"), logs.toString());
+        bottom().answer = 0;
+        send("{\"id\":\"6\"}");
+        assertEquals(1, count("Bottom takes messages again"), logs.toString());
+        assertTrue(logged("refused=5"), logs.toString());
+    }
+
+    @Test
+    void shouldSayNacksOnceUntilAMessageIsAcked() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 3; i++) send("{\"id\":\"" + i + "\"}");
+        for (ObjectNode m : bottom().sent()) rt.run(() -> bottom().ack(m, -1));
+        assertEquals(1, count("Nack: the message is sent again"), logs.toString());
+        assertEquals(3, stats().get("nacks").asInt());
+        ObjectNode first = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(first, 0));
+        assertEquals(1, count("Messages acked again after nacks"), logs.toString());
+        assertTrue(logged("nacks=3"), logs.toString());
+    }
+
+    @Test
+    void shouldTraceEveryNackWithTraceQueueProt() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.command("trace-on service=q level=trace_queue_prot");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 3; i++) send("{\"id\":\"" + i + "\"}");
+        for (ObjectNode m : bottom().sent()) rt.run(() -> bottom().ack(m, -1));
+        assertEquals(3, count("INFO C_QIOGATE^q nack"), logs.toString());
+    }
+
+    @Test
+    void shouldSayAcksWithoutResultOnceAndTakeThemAsZero() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 4; i++) send("{\"id\":\"" + i + "\"}");
+        for (int i = 0; i < 3; i++) {
+            JsonNode md = bottom().sent().get(i).get("__md_trq__");
+            rt.run(() -> bottom().ackJson("{\"__md_trq__\":" + md + "}"));
+        }
+        assertEquals(1, stats().get("msgs_in_queue").asInt(), "taken as acks");
+        assertEquals(1, count("Ack without result, taken as 0"), logs.toString());
+        ObjectNode last = bottom().sent().get(3);
+        rt.run(() -> bottom().ack(last, 0));
+        assertEquals(1, count("Acks carry a result again"), logs.toString());
+        assertTrue(logged("without_result=3"), logs.toString());
+    }
+
+    @Test
+    void shouldSayStrayAcksOnceUntilAnAckMatches() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        for (int g = 70; g < 75; g++) {
+            String stale = "{\"__md_trq__\":{\"__msg_rowid__\":1,\"__msg_t__\":1,\"__msg_gen__\":" + g + ",\"result\":0}}";
+            rt.run(() -> bottom().ackJson(stale));
+        }
+        assertEquals(1, count("Stale or unknown ack ignored"), logs.toString());
+        assertEquals(5, stats().get("ignored_acks").asInt());
+        ObjectNode m = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(m, 0));
+        assertEquals(1, count("Acks match the queue again"), logs.toString());
+        assertTrue(logged("ignored=5"), logs.toString());
+    }
+
+    @Test
+    void shouldSayBadAcksOnceUntilAValidAckComes() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        for (int i = 0; i < 3; i++) rt.call(() -> bottom().ackJson("{not json"));
+        rt.call(() -> bottom().ackJson("{\"no\":\"rowid\"}"));
+        assertEquals(1, count("ERROR C_QIOGATE^q Bad ack"), logs.toString());
+        assertEquals(0, count("Ack without __md_trq__"), "the same streak: " + logs);
+        ObjectNode m = bottom().sent().get(0);
+        rt.run(() -> bottom().ack(m, 0));
+        assertEquals(1, count("Valid acks again"), logs.toString());
+        assertTrue(logged("bad_acks=4"), logs.toString());
     }
 
     // --- Commands ---
@@ -489,7 +735,7 @@ class QIoGateTest {
     }
 
     @Test
-    void shouldViewQueue() {
+    void shouldViewTheQueueWithWhatIsInFlight() {
         givenGate("{\"topic_name\":\"t\"}");
         rt.run(() -> bottom().open());
         send("{\"id\":\"1\"}");
@@ -520,8 +766,8 @@ class QIoGateTest {
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]},"
                 + "{\"name\":\"c\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"same\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(qf), FakeBottom.SPEC)
-                .config(cfg).build().start();
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
+                .gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
         assertEquals(2, qf.topics().size(), qf.topics().keySet().toString());
         assertTrue(qf.topics().keySet().stream().anyMatch(k -> k.endsWith("queues/a/same")), qf.topics().keySet().toString());
     }
@@ -530,7 +776,8 @@ class QIoGateTest {
     void shouldFindTheFactoryThroughTheYunoOutsideOsgi() {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"t\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        rt = YunoRuntime.builder().name("t").dataDir(tmp).gclass(QIoGateGClass.spec(null), FakeBottom.SPEC)
+        rt = YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
+                .gclass(new QIoGateGClass(null).spec(), FakeBottom.SPEC)
                 .extension(io.gatehouse.api.queue.TrQueueFactory.class, qf).config(cfg).build().start();
         rt.run(() -> bottom().open());
         assertEquals(0, send("{\"id\":\"1\"}"));

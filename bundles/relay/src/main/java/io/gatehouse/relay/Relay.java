@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.relay;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -12,174 +13,288 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.InputGates;
 import io.gatehouse.api.Glog;
+import io.gatehouse.api.InputGates;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
- * C_RELAY: forwards what the input gate(s) receive to the output gate, and acks upstream.
+ * C_RELAY: forwards what the input gate(s) receive to the output gate, and acks upstream. No C original: new in
+ * Gatehouse.
  *
- * <p>At-least-once across hops: a message that carries {@code __md_trq__} (it came from an upstream
- * C_QIOGATE, ours or Yuneta's) is acked back on its own connection only once the output side has it for
- * sure: when the output is a queue (C_QIOGATE / C_MQIOGATE), after the record is durable per the queue's
- * fsync policy (the queue runs the {@code __on_durable__} callback); when the output is a plain gate, after
- * the send was accepted. A message the output refuses is not acked, so the producer sends it again.
+ * <p>At-least-once across hops: a message that carries {@code __md_trq__} (it came from an upstream queue gate,
+ * ours or Yuneta's) is acked back on its own connection only once the output side has it for sure:
+ * <ul>
+ *   <li>an output whose gclass {@link GClassSpec#confirmsDurability() confirms durability} (a queue, or any
+ *       other output that declares it) gets the message as a JSON dict with a {@link Kw#DURABLE} dict holding
+ *       the upstream ack's data, and the ack goes up when the output answers {@link Ev#EV_ON_DURABLE} (after the
+ *       record's fsync, per the queue's policy);</li>
+ *   <li>any other output (a plain gate) gets the message as it came, and the ack goes up once the send was
+ *       accepted.</li>
+ * </ul>
+ * A message the output refuses (queue full, disk full, no output) is answered with a nack: the same ack with a
+ * negative {@code result}, which the queue protocol reads as "send it again later" and an ingest protocol turns
+ * into its own refusal (an MQTT 5 PUBACK reason code, an HTTP 503). The relay names no other gclass: what it does
+ * depends on the output's spec only.
  *
- * <p>Gates are found by service name; the relay subscribes again when a gate is rebuilt (hot swap).
+ * <p>Gates are found by service name; every {@code timeout_check_gates} ms the relay subscribes again to the
+ * input gates, so it rejoins a gate whose service was rebuilt. An output that is missing (its gclass left and did
+ * not come back within the upgrade grace) and messages that are not JSON are said once per streak.
  */
 public final class Relay implements GObjBehavior {
-    public static final String ON_DURABLE = "__on_durable__";
+
+    // --- Attributes ---
 
     static final Attr<JsonNode> INPUT = Attr.json("input", AttrType.JSON, null, AttrFlag.RD | AttrFlag.REQUIRED,
             "Input gate service name, or a list of them");
     static final Attr<String> OUTPUT = Attr.string("output", "", AttrFlag.RD | AttrFlag.REQUIRED,
             "Output gate service name");
-    static final Attr<Long> CHECK_INTERVAL = Attr.integer("timeout_check_gates", 500, AttrFlag.RD,
+    static final Attr<Long> TIMEOUT_CHECK_GATES = Attr.integer("timeout_check_gates", 500, AttrFlag.RD,
             "Milliseconds between checks that the relay is still subscribed to the current input gates");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages handed to the output");
-    static final Attr<Long> ACKS = Attr.integer("acks_sent", 0, AttrFlag.RSTATS, "Acks sent upstream");
-    static final Attr<Long> REFUSED = Attr.integer("refused", 0, AttrFlag.RSTATS,
-            "Messages the output refused (not acked, the producer resends)");
-    static final Attr<Long> BAD_JSON = Attr.integer("bad_json", 0, AttrFlag.RSTATS,
-            "Messages for a queue output that were not a JSON object (dropped with an error)");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received");
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages handed to the output");
+    static final Attr<Long> ACKS_SENT = Attr.counter("acks_sent", AttrFlag.RSTATS, "Acks sent upstream");
+    static final Attr<Long> NACKS_SENT = Attr.counter("nacks_sent", AttrFlag.RSTATS,
+            "Nacks sent upstream for messages the output refused (the producer sends them again)");
+    static final Attr<Long> REFUSED = Attr.counter("refused", AttrFlag.RSTATS,
+            "Messages the output refused (nacked upstream, the producer resends)");
+    static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS,
+            "Messages for a durable output that were not a JSON object (dropped with an error)");
+
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
+
+    // --- FSM ---
+
+    static final Fsm<Relay> FSM = Fsm.<Relay>builder()
+            .state(St.ST_IDLE)
+                .on(Ev.EV_ON_MESSAGE,       Relay::acOnMessage)
+                .on(Ev.EV_ON_DURABLE,       Relay::acOnDurable)
+                .on(Ev.EV_TIMEOUT_PERIODIC, Relay::acCheckGates)
+                .ignore(Ev.EV_ON_OPEN)
+                .ignore(Ev.EV_ON_CLOSE)
+                .ignore(Ev.EV_ON_ID)
+                .ignore(Ev.EV_ON_ID_NAK)
+            .build();
+
+    // --- Spec ---
+
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
 
     static final GClassSpec<Relay> SPEC = GClassSpec.builder(GClassNames.C_RELAY, Relay.class)
             .description("Forwards input gate messages to an output gate, acking upstream after durable enqueue")
-            .attrs(INPUT, OUTPUT, CHECK_INTERVAL, RX_MSGS, TX_MSGS, ACKS, REFUSED, BAD_JSON)
-            .fsm(Fsm.<Relay>builder()
-                    .state(St.ST_IDLE)
-                    .on(Ev.EV_ON_MESSAGE, Relay::acOnMessage)
-                    .ignore(Ev.EV_ON_OPEN)
-                    .ignore(Ev.EV_ON_CLOSE)
-                    .ignore(Ev.EV_ON_ID)
-                    .ignore(Ev.EV_ON_ID_NAK)
-                    .on(Ev.EV_TIMEOUT_PERIODIC, Relay::acCheckGates)
-                    .build())
+            .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, NACKS_SENT, REFUSED, BAD_JSON)
+            .fsm(FSM)
+            .traceLevel(TRACE_MESSAGES, "Trace every message forwarded and every ack or nack sent upstream")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(Relay::new)
             .build();
 
+    // --- Private data ---
+
+    /** In the {@link Kw#DURABLE} dict: the upstream message's {@code __md_trq__}, what the ack echoes. */
+    private static final String DURABLE_MD = "md";
+    /** In the {@link Kw#DURABLE} dict: the input gate the message came through (a reference). */
+    private static final String DURABLE_GATE = "gate";
+
+    /** The result of a nack for a refused message: negative, so the sender retries (Yuneta's queue protocol). */
+    static final int REFUSED_RESULT = -1;
+
+    private static final byte[] MD_TRQ_BYTES = Kw.MD_TRQ.getBytes(StandardCharsets.US_ASCII);
+
     private final GObj gobj;
     private InputGates inputs;
-    private String output;
     private Cancellable checker = Cancellable.NONE;
-    /** Messages refused since the output gate went missing (0: it is there). */
-    private long refusedWhileMissing;
-    // Counted here per message and added to the attributes when they are read (onReadAttrs): a boxed
-    // attribute write per message and counter was a visible share of the relay's cost.
-    private long dRx;
-    private long dTx;
-    private long dAcks;
-    private long dRefused;
-    private long dBadJson;
+    /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed (stopped). */
+    private long checkDueMs = -1;
+    /** Messages refused while the output gate is missing (its service is down, waiting for its gclass). */
+    private final Streak outputMissing = new Streak();
+    /** Messages for a durable output that were not JSON objects. */
+    private final Streak notJson = new Streak();
 
     Relay(GObj gobj) {
         this.gobj = gobj;
     }
+
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
         List<String> names = InputGates.namesFrom(gobj.read(INPUT));
         if (names.isEmpty()) throw new IllegalArgumentException("'input' must name at least one gate");
         inputs = new InputGates(gobj, names);
-        output = gobj.read(OUTPUT);
     }
 
     @Override
     public int onStart() {
         inputs.subscribe();
-        checker = gobj.setPeriodic(gobj.readLong(CHECK_INTERVAL), Ev.EV_TIMEOUT_PERIODIC);
+        armCheck(now() + gobj.readLong(TIMEOUT_CHECK_GATES));
         return 0;
     }
 
     @Override
     public int onStop() {
         checker.cancel();
+        checkDueMs = -1;
         inputs.unsubscribeAll();
         return 0;
     }
 
+    /** A {@code Bundle.update()} of the relay has begun: no gate check until the new revision is there. */
     @Override
-    public void onReadAttrs() {
-        add(RX_MSGS, dRx);
-        add(TX_MSGS, dTx);
-        add(ACKS, dAcks);
-        add(REFUSED, dRefused);
-        add(BAD_JSON, dBadJson);
-        dRx = dTx = dAcks = dRefused = dBadJson = 0;
+    public void onSuspend() {
+        checker.cancel();
     }
 
-    private void add(Attr<Long> a, long n) {
-        if (n != 0) gobj.set(a, gobj.read(a) + n);
+    /**
+     * A live upgrade: the input gates it is subscribed to (an api object, handed over as it is), the gate check
+     * deadline and the streaks. The subscriptions themselves stay in core, and what waits for the output's
+     * EV_ON_DURABLE is in the output (the upstream ack's data and the input gate, as JSON and a reference), so an
+     * EV_ON_DURABLE after the upgrade acks its producer as before.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        Kw.putRef(s, "inputs", inputs);
+        s.put("check_due_ms", checkDueMs);
+        ObjectNode st = s.putObject("streaks");
+        st.put("output_missing", outputMissing.count());
+        st.put("not_json", notJson.count());
+        checker.cancel();
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_RELAY takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
+        JsonNode st = state.path("streaks");
+        outputMissing.resume(st.path("output_missing").asLong(0));
+        notJson.resume(st.path("not_json").asLong(0));
+        long due = state.path("check_due_ms").asLong(-1);
+        if (handed != null) {
+            inputs = handed;
+        } else {
+            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
+            // subscribes once: this only fills the new list).
+            onCreate();
+            if (due >= 0) inputs.subscribe();
+        }
+        if (due >= 0) armCheck(due);
     }
 
     // --- Actions ---
 
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
+        if (checkDueMs >= 0) {
+            long period = gobj.readLong(TIMEOUT_CHECK_GATES);
+            long next = checkDueMs + period;
+            armCheck(next <= now() ? now() + period : next);
+        }
         inputs.subscribe();
         return 0;
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
-        dRx++;
-        GObj out = gobj.yuno().service(output);
+        gobj.inc(RX_MSGS);
+        GObj out = gobj.yuno().service(gobj.read(OUTPUT));
         if (out == null) {
-            // Said once per outage (a hot swap of the output side takes it away for a moment under load).
-            if (refusedWhileMissing++ == 0) {
-                Glog.error(gobj, "Output gate NOT FOUND, messages not forwarded until it is back", "output", output);
+            if (outputMissing.hit()) {
+                Glog.error(gobj, "Output gate NOT FOUND, messages not forwarded until it is back",
+                        "output", gobj.read(OUTPUT));
             }
-            dRefused++;
+            gobj.inc(REFUSED);
+            nackUpstream(kw, src);
             Kw.release(kw);
             return -1;
         }
-        if (refusedWhileMissing > 0) {
-            Glog.info(gobj, "Output gate back", "output", output, "refused", refusedWhileMissing);
-            refusedWhileMissing = 0;
+        if (outputMissing.active()) {
+            Glog.info(gobj, "Output gate back", "output", gobj.read(OUTPUT), "refused", outputMissing.end());
         }
         JsonNode temp = kw.get(Kw.TEMP);
-        String outClass = out.gclassName();
-        boolean queued = outClass.equals(GClassNames.C_QIOGATE) || outClass.equals(GClassNames.C_MQIOGATE);
-        return queued ? forwardToQueue(out, kw, temp, src) : forwardRaw(out, kw, temp, src);
+        return out.gclass().confirmsDurability()
+                ? forwardDurable(out, kw, temp, src)
+                : forwardRaw(out, kw, temp, src);
     }
 
-    private int forwardToQueue(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
+    /** The output stored a message: its producer gets the ack now, on the connection it came from. */
+    private int acOnDurable(String ev, ObjectNode kw, GObj src) {
+        JsonNode md = kw.get(DURABLE_MD);
+        if (md instanceof ObjectNode) {
+            answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), Kw.ref(kw, DURABLE_GATE, GObj.class), 0);
+        }
+        return 0;
+    }
+
+    // --- Local methods ---
+
+    /**
+     * The gate check, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision checks when this one would have.
+     */
+    private void armCheck(long dueMs) {
+        checker.cancel();
+        checkDueMs = dueMs;
+        checker = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT_PERIODIC, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
+
+    /** The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. */
+    private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
         try {
             msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
         } catch (IOException e) {
-            dBadJson++;
-            Glog.error(gobj, "Message is not a JSON object, not forwarded", "error", e.getMessage(),
-                    "dump", dump(buf));
+            gobj.inc(BAD_JSON);
+            if (notJson.hit()) {
+                Glog.error(gobj, "Message is not a JSON object, not forwarded (said once until a JSON message comes)",
+                        "error", e.getMessage(), "dump", preview(buf));
+            }
             return -1;
         } finally {
             if (buf != null) buf.release();
         }
+        if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
         msg.remove(Kw.TEMP);
         JsonNode upstreamMd = msg.remove(Kw.MD_TRQ);
         if (upstreamMd != null && upstreamMd.isObject()) {
-            ObjectNode md = (ObjectNode) upstreamMd;
-            Kw.putRef(msg, ON_DURABLE, (Runnable) () -> ackUpstream(md, temp, src));
+            ObjectNode durable = msg.putObject(Kw.DURABLE);
+            durable.set(DURABLE_MD, upstreamMd);
+            if (temp != null) durable.set(Kw.TEMP, temp);
+            if (src != null) Kw.putRef(durable, DURABLE_GATE, src);
+        }
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message forwarded, ack when durable", "output", out.name(), "md", String.valueOf(upstreamMd));
         }
         int r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
         if (r < 0) {
-            dRefused++;
+            gobj.inc(REFUSED);
+            if (upstreamMd instanceof ObjectNode) answerUpstream((ObjectNode) upstreamMd, temp, src, REFUSED_RESULT);
         } else {
-            dTx++;
+            gobj.inc(TX_MSGS);
         }
         return r;
     }
 
+    /** A plain output: the message goes as it came, acked once the output accepted it. */
     private int forwardRaw(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ObjectNode md = null;
         ByteBuf buf = Kw.gbuffer(kw);
-        if (buf != null && buf.readableBytes() > 14 && containsMdTrq(buf)) {
+        if (buf != null && buf.readableBytes() > MD_TRQ_BYTES.length + 4 && containsMdTrq(buf)) {
             try {
                 JsonNode m = Kw.parse(buf).get(Kw.MD_TRQ);
                 if (m != null && m.isObject()) md = (ObjectNode) m;
@@ -188,43 +303,63 @@ public final class Relay implements GObjBehavior {
             }
         }
         kw.remove(Kw.TEMP);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message forwarded", "output", out.name(), "bytes", buf == null ? -1 : buf.readableBytes());
+        }
         int r = out.send(Ev.EV_SEND_MESSAGE, kw, gobj);
         if (r < 0) {
-            dRefused++;
+            gobj.inc(REFUSED);
+            if (md != null) answerUpstream(md, temp, src, REFUSED_RESULT);
             return r;
         }
-        dTx++;
-        if (md != null) ackUpstream(md, temp, src);
+        gobj.inc(TX_MSGS);
+        if (md != null) answerUpstream(md, temp, src, 0);
         return 0;
     }
 
+    /** A message the relay cannot forward at all (no output): its producer gets a nack if it asked for an ack. */
+    private void nackUpstream(ObjectNode kw, GObj inputGate) {
+        ByteBuf buf = Kw.gbuffer(kw);
+        if (buf == null || !containsMdTrq(buf)) return;
+        try {
+            JsonNode md = Kw.parse(buf).get(Kw.MD_TRQ);
+            if (md instanceof ObjectNode) answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), inputGate, REFUSED_RESULT);
+        } catch (IOException notJson) {
+            // nothing to answer
+        }
+    }
+
+    /**
+     * Sends the ack ({@code result} 0) or the nack (negative) back on the connection the message came from (its
+     * {@code __temp__}).
+     */
+    private void answerUpstream(ObjectNode md, JsonNode temp, GObj inputGate, int result) {
+        // The same answer as InputGates.ack(md, result), without its copy: md is ours, taken out of the message
+        // this relay parsed, and it is answered once.
+        ObjectNode ack = Kw.create();
+        ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
+        boolean sent = InputGates.reply(gobj, inputGate, ack, temp) == 0;
+        if (sent) gobj.inc(result < 0 ? NACKS_SENT : ACKS_SENT);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, (result < 0 ? "nack" : "ack") + (sent ? " sent upstream" : " not sent"), "md", md.toString());
+        }
+    }
+
     private static boolean containsMdTrq(ByteBuf b) {
-        byte[] key = "__md_trq__".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        int end = b.writerIndex() - key.length;
+        int end = b.writerIndex() - MD_TRQ_BYTES.length;
         outer:
         for (int i = b.readerIndex(); i <= end; i++) {
-            for (int j = 0; j < key.length; j++) {
-                if (b.getByte(i + j) != key[j]) continue outer;
+            for (int j = 0; j < MD_TRQ_BYTES.length; j++) {
+                if (b.getByte(i + j) != MD_TRQ_BYTES[j]) continue outer;
             }
             return true;
         }
         return false;
     }
 
-    /** Sends the ack back on the connection the message came from (its {@code __temp__}). */
-    private void ackUpstream(ObjectNode md, JsonNode temp, GObj inputGate) {
-        // The same answer as InputGates.ack(md, 0), without its copy: md is ours, taken out of the message this
-        // relay parsed, and it is acked once.
-        ObjectNode ack = Kw.create();
-        ack.set(Kw.MD_TRQ, md.put("result", 0));
-        if (InputGates.reply(gobj, inputGate, ack, temp) == 0) {
-            dAcks++;
-        }
-    }
-
-    private static String dump(ByteBuf b) {
+    private static String preview(ByteBuf b) {
         if (b == null) return "";
         int n = Math.min(64, b.readableBytes());
-        return b.toString(b.readerIndex(), n, java.nio.charset.StandardCharsets.UTF_8);
+        return b.toString(b.readerIndex(), n, StandardCharsets.UTF_8);
     }
 }

@@ -1,14 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.relay;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_RELAY gclass service. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=C_RELAY")
-public class RelayGClass implements GClass {
-    @Override
-    public GClassSpec<?> spec() {
-        return Relay.SPEC;
+/** C_RELAY as a DS service. The gclass is declared in {@link Relay}. */
+@Component(service = GClass.class)
+public final class RelayGClass extends GClassComponent {
+    public RelayGClass() {
+        super(Relay.SPEC);
     }
 }

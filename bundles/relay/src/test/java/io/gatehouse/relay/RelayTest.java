@@ -1,28 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.relay;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
+import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/** C_RELAY between a stand-in input gate and a stand-in output, on a manual clock. */
 class RelayTest {
     /** Stands for an input C_IOGATE: records what is sent back to it (the acks). */
     static final class FakeGate implements GObjBehavior {
@@ -44,43 +60,77 @@ class RelayTest {
         }
     }
 
-    /** Stands for a C_QIOGATE: keeps the messages and their durability callbacks, refuses when told to. */
-    static final class FakeQueue implements GObjBehavior {
+    /**
+     * Any output that confirms durability (a queue, a Kafka producer): keeps the messages and who waits for their
+     * EV_ON_DURABLE, refuses when told to, and confirms when the test says so.
+     */
+    static final class FakeDurableOutput implements GObjBehavior {
+        final GObj gobj;
         final List<ObjectNode> stored = new ArrayList<>();
-        final List<Runnable> pendingDurable = new ArrayList<>();
+        final List<GObj> waiting = new ArrayList<>();
+        final List<ObjectNode> pendingDurable = new ArrayList<>();
         boolean refuse;
 
-        FakeQueue(GObj g) {}
+        FakeDurableOutput(GObj g) {
+            this.gobj = g;
+        }
 
         int acSend(String ev, ObjectNode kw, GObj src) {
             if (refuse) return -1;
-            Runnable r = Kw.ref(kw, Relay.ON_DURABLE, Runnable.class);
-            kw.remove(Relay.ON_DURABLE);
+            JsonNode d = kw.remove(Kw.DURABLE);
             stored.add(kw);
-            if (r != null) pendingDurable.add(r);
+            if (d instanceof ObjectNode) {
+                waiting.add(src);
+                pendingDurable.add((ObjectNode) d);
+            }
             return 0;
+        }
+
+        /** Tells every waiting sender, as a queue does after the fsync. */
+        void confirmAll() {
+            for (int i = 0; i < waiting.size(); i++) waiting.get(i).send(Ev.EV_ON_DURABLE, pendingDurable.get(i), gobj);
+            waiting.clear();
+            pendingDurable.clear();
         }
     }
 
     static final GClassSpec<FakeGate> GATE = GClassSpec.builder("C_IOGATE", FakeGate.class)
+            .description("a plain gate: takes messages, confirms nothing")
             .fsm(Fsm.<FakeGate>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeGate::acSend)
                     .publishes(Ev.EV_ON_MESSAGE).build())
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(FakeGate::new).build();
-    static final GClassSpec<FakeQueue> QUEUE = GClassSpec.builder("C_QIOGATE", FakeQueue.class)
-            .fsm(Fsm.<FakeQueue>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeQueue::acSend).build())
-            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
-            .factory(FakeQueue::new).build();
+    /** Named like no gclass the relay could know: the relay goes by the spec's declaration alone. */
+    static final GClassSpec<FakeDurableOutput> DURABLE_OUTPUT =
+            GClassSpec.builder("C_SOME_DURABLE_OUTPUT", FakeDurableOutput.class)
+                    .description("an output that stores and confirms durability")
+                    .fsm(Fsm.<FakeDurableOutput>builder().state(St.ST_IDLE)
+                            .on(Ev.EV_SEND_MESSAGE, FakeDurableOutput::acSend).build())
+                    .confirmsDurability()
+                    .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                    .factory(FakeDurableOutput::new).build();
 
+    /** How long a gclass that left may take to come back before its services go down (the test's upgrade grace). */
+    private static final long GRACE_MS = 100;
+
+    private final ManualClock clock = new ManualClock();
+    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
+    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
     private YunoRuntime rt;
+
+    @BeforeEach
+    void setUp() {
+        Glog.addSink(sink);
+    }
 
     @AfterEach
     void tearDown() {
+        Glog.removeSink(sink);
         if (rt != null) rt.close();
     }
 
     private void start(String outputGclass) {
-        rt = YunoRuntime.builder().name("relay").gclass(Relay.SPEC, GATE, QUEUE)
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT)
                 .config("{\"services\": ["
                         + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"out\", \"gclass\": \"" + outputGclass + "\"},"
@@ -98,56 +148,135 @@ class RelayTest {
         });
     }
 
-    private FakeQueue queue() {
-        return rt.call(() -> (FakeQueue) rt.service("out").behavior());
+    private void receiveWithMd(String id, int rowid) {
+        receive("{\"id\": \"" + id + "\", \"__md_trq__\": {\"__msg_rowid__\": " + rowid + ", \"__msg_t__\": 9}}");
+    }
+
+    private FakeDurableOutput output() {
+        return rt.call(() -> (FakeDurableOutput) rt.service("out").behavior());
     }
 
     private FakeGate input() {
         return rt.call(() -> (FakeGate) rt.service("in").behavior());
     }
 
+    private JsonNode stats() {
+        return rt.command("stats-yuno service=relay").get("data");
+    }
+
+    private int count(String text) {
+        synchronized (logs) {
+            return (int) logs.stream().filter(l -> l.contains(text)).count();
+        }
+    }
+
     @Test
-    void shouldAckUpstreamOnlyAfterTheQueueSaysDurable() {
-        start("C_QIOGATE");
-        receive("{\"id\": \"msg-1\", \"__md_trq__\": {\"__msg_rowid__\": 5, \"__msg_t__\": 9}}");
-        assertEquals(1, rt.call(() -> queue().stored.size()));
-        ObjectNode stored = rt.call(() -> queue().stored.get(0));
+    void shouldAckUpstreamOnlyAfterTheOutputSaysDurable() {
+        start("C_SOME_DURABLE_OUTPUT");
+        receiveWithMd("msg-1", 5);
+        assertEquals(1, rt.call(() -> output().stored.size()));
+        ObjectNode stored = rt.call(() -> output().stored.get(0));
         assertEquals("msg-1", stored.get("id").asText());
         assertNull(stored.get("__md_trq__"), "the upstream metadata is not stored downstream");
+        assertNull(stored.get(Kw.DURABLE), "the durability request is the output's, not part of the message");
         assertTrue(rt.call(() -> input().sent.isEmpty()), "no ack before durability");
-        rt.run(() -> queue().pendingDurable.forEach(Runnable::run));
+        rt.run(() -> output().confirmAll());
         List<ObjectNode> acks = rt.call(() -> input().sent);
         assertEquals(1, acks.size());
         assertTrue(acks.get(0).get("payload").asText().contains("\"__msg_rowid__\":5"), acks.toString());
         assertTrue(acks.get(0).get("payload").asText().contains("\"result\":0"), acks.toString());
         assertTrue(acks.get(0).get("has_temp").asBoolean(), "the ack goes back on the same connection");
+        assertEquals(1, stats().get("acks_sent").asInt());
     }
 
     @Test
-    void shouldNotAckWhatTheQueueRefuses() {
-        start("C_QIOGATE");
-        rt.run(() -> queue().refuse = true);
-        receive("{\"id\": \"msg-2\", \"__md_trq__\": {\"__msg_rowid__\": 6, \"__msg_t__\": 9}}");
-        assertTrue(rt.call(() -> input().sent.isEmpty()));
-        assertEquals(1, rt.command("stats-yuno service=relay").get("data").get("refused").asInt());
+    void shouldNackWhatTheOutputRefuses() {
+        start("C_SOME_DURABLE_OUTPUT");
+        rt.run(() -> output().refuse = true);
+        receiveWithMd("msg-2", 6);
+        List<ObjectNode> answers = rt.call(() -> input().sent);
+        assertEquals(1, answers.size(), "a nack, so the producer resends without waiting for its ack timeout");
+        assertTrue(answers.get(0).get("payload").asText().contains("\"result\":-1"), answers.toString());
+        assertEquals(1, stats().get("nacks_sent").asInt());
+        assertEquals(1, stats().get("refused").asInt());
     }
 
     @Test
-    void shouldCountButNotForwardBadJsonToAQueue() {
-        start("C_QIOGATE");
-        receive("not json");
-        assertEquals(0, rt.call(() -> queue().stored.size()));
-        assertEquals(1, rt.command("stats-yuno service=relay").get("data").get("bad_json").asInt());
+    void shouldCountButNotForwardBadJsonToADurableOutputAndSayItOnce() {
+        start("C_SOME_DURABLE_OUTPUT");
+        for (int i = 0; i < 3; i++) receive("not json");
+        assertEquals(0, rt.call(() -> output().stored.size()));
+        assertEquals(3, stats().get("bad_json").asInt());
+        assertEquals(1, count("Message is not a JSON object"), logs.toString());
+        receiveWithMd("msg-ok", 1);
+        assertEquals(1, count("Messages are JSON objects again {not_forwarded=3}"), logs.toString());
     }
 
     @Test
     void shouldForwardRawBytesToAPlainGateAndAckAtOnce() {
         start("C_IOGATE");
-        receive("{\"id\": \"msg-3\", \"__md_trq__\": {\"__msg_rowid__\": 7, \"__msg_t__\": 9}}");
+        receiveWithMd("msg-3", 7);
         List<ObjectNode> out = rt.call(() -> ((FakeGate) rt.service("out").behavior()).sent);
         assertEquals(1, out.size());
         assertTrue(out.get(0).get("payload").asText().startsWith("{\"id\": \"msg-3\""));
         assertFalse(out.get(0).get("has_temp").asBoolean(), "the input route is not sent to the output");
         assertEquals(1, rt.call(() -> input().sent.size()));
+    }
+
+    @Test
+    void shouldSayOnceThatTheOutputIsMissingAndOnceWhenItIsBack() {
+        start("C_SOME_DURABLE_OUTPUT");
+        rt.gclassesGone(List.of("C_SOME_DURABLE_OUTPUT"));
+        clock.advance(GRACE_MS);   // no revision came: the output's service goes down until the gclass is back
+        for (int i = 1; i <= 3; i++) receiveWithMd("lost-" + i, i);
+        assertEquals(1, count("Output gate NOT FOUND"), logs.toString());
+        assertEquals(3, stats().get("refused").asInt());
+        assertEquals(3, stats().get("nacks_sent").asInt(), "each refused message is nacked: the producer sends again");
+        assertEquals(0, stats().get("acks_sent").asInt());
+        rt.gclassArrived(DURABLE_OUTPUT);
+        receiveWithMd("back", 4);
+        assertEquals(1, count("Output gate back"), logs.toString());
+        assertEquals(1, count("refused=3"), logs.toString());
+        assertEquals(1, rt.call(() -> output().stored.size()));
+    }
+
+    @Test
+    void shouldSubscribeAgainToAnInputGateThatWasRebuilt() {
+        start("C_SOME_DURABLE_OUTPUT");
+        rt.gclassesGone(List.of("C_IOGATE"));
+        rt.gclassArrived(GATE);   // it hands over no state: the input gate's service is rebuilt
+        receiveWithMd("before", 1);
+        assertEquals(0, rt.call(() -> output().stored.size()), "the rebuilt gate has no subscriber yet");
+        clock.advance(499);
+        receiveWithMd("still-before", 2);
+        assertEquals(0, rt.call(() -> output().stored.size()), "not before timeout_check_gates");
+        clock.advance(1);
+        receiveWithMd("after", 3);
+        assertEquals(1, rt.call(() -> output().stored.size()), "subscribed again after timeout_check_gates");
+        assertEquals("after", rt.call(() -> output().stored.get(0).get("id").asText()));
+    }
+
+    @Test
+    void shouldTraceForwardsAndAcks() {
+        start("C_SOME_DURABLE_OUTPUT");
+        rt.command("trace-on service=relay level=messages");
+        receiveWithMd("msg-t", 8);
+        rt.run(() -> output().confirmAll());
+        assertEquals(1, count("message forwarded, ack when durable"), logs.toString());
+        assertEquals(1, count("ack sent upstream"), logs.toString());
+    }
+
+    /** The relay works with any output by its spec: its sources name no gclass but its own. */
+    @Test
+    void shouldNameNoOtherGclassInItsSources() throws IOException {
+        Pattern gclassName = Pattern.compile("\\bC_[A-Z][A-Z0-9_]*\\b");
+        Set<String> named = new TreeSet<>();
+        try (Stream<Path> files = Files.walk(Path.of("src/main/java"))) {
+            for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))::iterator) {
+                Matcher m = gclassName.matcher(Files.readString(f));
+                while (m.find()) named.add(m.group());
+            }
+        }
+        assertEquals(Set.of("C_RELAY"), named);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.sink;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -6,7 +7,6 @@ import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
 import io.gatehouse.api.Cancellable;
-import io.gatehouse.api.CommandSpec;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -22,20 +22,23 @@ import io.gatehouse.api.St;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
-import java.util.BitSet;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * C_SINK: the end of a line, for the demo, tests and benchmarks. It acks every message that carries
- * {@code __md_trq__}, counts messages and distinct ids, and optionally echoes.
+ * {@code __md_trq__}, counts messages and distinct ids, and optionally echoes. No C original: new in Gatehouse.
  *
- * <p>Ids of the form {@code <id_prefix><number>} (what {@code ./gatehouse send} makes) are kept in a bit set,
- * so a million ids cost 125 KB; other ids go into a set bounded by {@code max_ids}, past which duplicates are
- * no longer told apart ({@code ids_overflow}).
+ * <p>It listens to the gates named in {@code input} and subscribes to them again every
+ * {@code timeout_check_gates} ms, so it rejoins a gate whose service was rebuilt.
+ *
+ * <p>The ids seen are kept in bounded memory ({@link SeenIds}): numbered ids ({@code <id_prefix><number>}) in a
+ * bit set, other ids in a set bounded by {@code max_ids}, past which duplicates are no longer told apart
+ * ({@code ids_overflow}).
  */
 public final class Sink implements GObjBehavior {
+
+    // --- Attributes ---
+
     static final Attr<JsonNode> INPUT = Attr.json("input", AttrType.JSON, null, AttrFlag.RD,
             "Gate service name(s) to listen to; empty = the gate that has this sink as subscriber");
     static final Attr<Boolean> ECHO = Attr.bool("echo", false, AttrFlag.WR, "Send every message back");
@@ -45,47 +48,67 @@ public final class Sink implements GObjBehavior {
             "Ids made of this prefix and a number are tracked in a bit set");
     static final Attr<Long> MAX_IDS = Attr.integer("max_ids", 1_000_000, AttrFlag.RD,
             "Most distinct non-numeric ids remembered (memory bound)");
-    static final Attr<Long> RX_MSGS = Attr.integer("rxMsgs", 0, AttrFlag.RSTATS, "Messages received");
-    static final Attr<Long> TX_MSGS = Attr.integer("txMsgs", 0, AttrFlag.RSTATS, "Messages echoed");
-    static final Attr<Long> DISTINCT = Attr.integer("distinct_ids", 0, AttrFlag.RSTATS, "Distinct ids seen");
-    static final Attr<Long> DUPLICATES = Attr.integer("duplicates", 0, AttrFlag.RSTATS, "Messages whose id was seen before");
-    static final Attr<Long> ACKS = Attr.integer("acks_sent", 0, AttrFlag.RSTATS, "Acks sent");
-    static final Attr<Long> BAD_JSON = Attr.integer("bad_json", 0, AttrFlag.RSTATS, "Messages that were not JSON objects");
+    static final Attr<Long> TIMEOUT_CHECK_GATES = Attr.integer("timeout_check_gates", 500, AttrFlag.RD,
+            "Milliseconds between checks that the sink is still subscribed to the current input gates");
+    static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Messages received");
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "Messages echoed");
+    static final Attr<Long> DISTINCT_IDS = Attr.counter("distinct_ids", AttrFlag.RSTATS, "Distinct ids seen");
+    static final Attr<Long> DUPLICATES = Attr.counter("duplicates", AttrFlag.RSTATS, "Messages whose id was seen before");
+    static final Attr<Long> ACKS_SENT = Attr.counter("acks_sent", AttrFlag.RSTATS, "Acks sent");
+    static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS, "Messages that were not JSON objects");
     static final Attr<Boolean> IDS_OVERFLOW = Attr.bool("ids_overflow", false, AttrFlag.STATS,
             "More distinct non-numeric ids than max_ids: duplicates undercounted");
 
+    // --- Trace levels ---
+
+    static final String TRACE_MESSAGES = "messages";
+
+    // --- FSM ---
+
+    static final Fsm<Sink> FSM = Fsm.<Sink>builder()
+            .state(St.ST_IDLE)
+                .on(Ev.EV_ON_MESSAGE,       Sink::acOnMessage)
+                .on(Ev.EV_TIMEOUT_PERIODIC, Sink::acCheckGates)
+                .ignore(Ev.EV_ON_OPEN)
+                .ignore(Ev.EV_ON_CLOSE)
+                .ignore(Ev.EV_ON_ID)
+                .ignore(Ev.EV_ON_ID_NAK)
+            .build();
+
+    // --- Spec ---
+
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     static final GClassSpec<Sink> SPEC = GClassSpec.builder(GClassNames.C_SINK, Sink.class)
             .description("Acks, counts and optionally echoes what it receives")
-            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, RX_MSGS, TX_MSGS, DISTINCT, DUPLICATES, ACKS,
-                    BAD_JSON, IDS_OVERFLOW)
-            .fsm(Fsm.<Sink>builder()
-                    .state(St.ST_IDLE)
-                    .on(Ev.EV_ON_MESSAGE, Sink::acOnMessage)
-                    .ignore(Ev.EV_ON_OPEN)
-                    .ignore(Ev.EV_ON_CLOSE)
-                    .ignore(Ev.EV_ON_ID)
-                    .ignore(Ev.EV_ON_ID_NAK)
-                    .on(Ev.EV_TIMEOUT_PERIODIC, Sink::acCheckGates)
-                    .build())
-            .commands(
-                    CommandSpec.of("check-ids", "Which numeric ids in [from, to] never arrived", Sink::cmdCheckIds,
-                            Param.integer("from", "0", "First id number"),
-                            Param.integer("to", "-1", "Last id number (-1: the highest seen)")),
-                    CommandSpec.of("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds))
+            .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, DISTINCT_IDS,
+                    DUPLICATES, ACKS_SENT, BAD_JSON, IDS_OVERFLOW)
+            .fsm(FSM)
+            .command("check-ids", "Which numeric ids in [from, to] never arrived", Sink::cmdCheckIds,
+                    Param.integer("from", "0", "First id number"),
+                    Param.integer("to", "-1", "Last id number (-1: the highest seen)"))
+            .command("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds)
+            .traceLevel(TRACE_MESSAGES, "Trace every message received, with its id, and every ack and echo sent")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(Sink::new)
             .build();
 
+    // --- Private data ---
+
     private final GObj gobj;
     private InputGates inputs;
-    private BitSet numericIds = new BitSet();
-    private Set<String> otherIds = new HashSet<>();
-    private long maxNumeric = -1;
+    private SeenIds ids = new SeenIds();
     private Cancellable checker = Cancellable.NONE;
+    /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed. */
+    private long checkDueMs = -1;
 
     Sink(GObj gobj) {
         this.gobj = gobj;
     }
+
+    // --- Framework methods ---
 
     @Override
     public void onCreate() {
@@ -95,32 +118,110 @@ public final class Sink implements GObjBehavior {
     @Override
     public int onStart() {
         inputs.subscribe();
-        if (!inputs.names().isEmpty()) checker = gobj.setPeriodic(500, Ev.EV_TIMEOUT_PERIODIC);
+        if (!inputs.names().isEmpty()) armCheck(now() + gobj.readLong(TIMEOUT_CHECK_GATES));
         return 0;
     }
 
     @Override
     public int onStop() {
         checker.cancel();
+        checkDueMs = -1;
         inputs.unsubscribeAll();
         return 0;
     }
 
+    /** A {@code Bundle.update()} of the sink has begun: no gate check until the new revision is there. */
+    @Override
+    public void onSuspend() {
+        checker.cancel();
+    }
+
+    /**
+     * A live upgrade: the ids seen (handed over as they are, see {@link SeenIds#exportState}), the input gates it
+     * is subscribed to (an api object, handed over as it is) and the gate check deadline. The counters are
+     * attributes and the subscriptions are in core: both stay.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("ids", ids.exportState());
+        Kw.putRef(s, "inputs", inputs);
+        s.put("check_due_ms", checkDueMs);
+        checker.cancel();
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_SINK takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
+        ids = SeenIds.importState(state.get("ids"));
+        long due = state.path("check_due_ms").asLong(-1);
+        if (handed != null) {
+            inputs = handed;
+        } else {
+            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
+            // subscribes once: this only fills the new list).
+            onCreate();
+            if (due >= 0) inputs.subscribe();
+        }
+        if (due >= 0) armCheck(due);
+    }
+
+    // --- Commands ---
+
+    private ObjectNode cmdCheckIds(ObjectNode kw, GObj src) {
+        long from = kw.get("from").asLong();
+        long to = kw.get("to").asLong();
+        if (to < 0) to = ids.highest();
+        if (from < 0 || to >= Integer.MAX_VALUE) return Envelope.error("from/to out of range");
+        long[] gap = ids.missing(from, to);
+        long missing = gap[0];
+        ObjectNode d = Kw.create();
+        d.put("from", from);
+        d.put("to", to);
+        d.put("missing", missing);
+        d.put("first_missing", gap[1]);
+        d.put("distinct_ids", gobj.readLong(DISTINCT_IDS));
+        d.put("duplicates", gobj.readLong(DUPLICATES));
+        return Envelope.ok(missing == 0 ? "all ids arrived" : missing + " ids missing", d);
+    }
+
+    private ObjectNode cmdResetIds(ObjectNode kw, GObj src) {
+        ids = new SeenIds();
+        for (Attr<Long> a : List.of(RX_MSGS, TX_MSGS, DISTINCT_IDS, DUPLICATES, ACKS_SENT, BAD_JSON)) gobj.setLong(a, 0);
+        gobj.set(IDS_OVERFLOW, false);
+        return Envelope.ok("ids forgotten", null);
+    }
+
+    // --- Actions ---
+
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
+        if (checkDueMs >= 0) {
+            long period = gobj.readLong(TIMEOUT_CHECK_GATES);
+            long next = checkDueMs + period;
+            armCheck(next <= now() ? now() + period : next);
+        }
         inputs.subscribe();
         return 0;
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
-        gobj.set(RX_MSGS, gobj.read(RX_MSGS) + 1);
+        gobj.inc(RX_MSGS);
         ByteBuf buf = Kw.gbuffer(kw);
         ObjectNode msg = null;
         try {
             msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
         } catch (IOException e) {
-            gobj.set(BAD_JSON, gobj.read(BAD_JSON) + 1);
+            gobj.inc(BAD_JSON);
         }
         if (msg != null) countId(msg);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            JsonNode id = msg == null ? null : Kw.get(msg, gobj.read(ID_KEY));
+            Glog.info(gobj, "message received", "id", id == null ? "" : id.asText(), "json", msg != null);
+        }
         JsonNode temp = kw.get(Kw.TEMP);
         if (msg != null && gobj.readBool(ACK)) {
             JsonNode md = msg.get(Kw.MD_TRQ);
@@ -129,83 +230,44 @@ public final class Sink implements GObjBehavior {
         if (gobj.readBool(ECHO) && buf != null && src != null) {
             ObjectNode back = Kw.withGbuffer(Kw.takeGbuffer(kw));
             if (temp != null) back.set(Kw.TEMP, temp);
-            if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.set(TX_MSGS, gobj.read(TX_MSGS) + 1);
+            if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.inc(TX_MSGS);
+            if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "message echoed", "gate", src.shortName());
         }
         Kw.release(kw);
         return 0;
     }
 
+    // --- Local methods ---
+
+    /**
+     * The gate check, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision checks when this one would have.
+     */
+    private void armCheck(long dueMs) {
+        checker.cancel();
+        checkDueMs = dueMs;
+        checker = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT_PERIODIC, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
+
     private void countId(ObjectNode msg) {
         JsonNode idNode = Kw.get(msg, gobj.read(ID_KEY));
         if (idNode == null || idNode.isNull()) return;
-        String id = idNode.asText();
-        boolean seen;
-        String prefix = gobj.read(ID_PREFIX);
-        long n = numericSuffix(id, prefix);
-        if (n >= 0 && n < Integer.MAX_VALUE) {
-            seen = numericIds.get((int) n);
-            numericIds.set((int) n);
-            if (n > maxNumeric) maxNumeric = n;
-        } else if (otherIds.contains(id)) {
-            seen = true;
-        } else if (otherIds.size() < gobj.readLong(MAX_IDS)) {
-            otherIds.add(id);
-            seen = false;
-        } else {
-            gobj.set(IDS_OVERFLOW, true);
-            seen = false;
-        }
-        if (seen) gobj.set(DUPLICATES, gobj.read(DUPLICATES) + 1);
-        else gobj.set(DISTINCT, gobj.read(DISTINCT) + 1);
-    }
-
-    private static long numericSuffix(String id, String prefix) {
-        if (!id.startsWith(prefix) || id.length() == prefix.length() || id.length() - prefix.length() > 10) return -1;
-        long v = 0;
-        for (int i = prefix.length(); i < id.length(); i++) {
-            char c = id.charAt(i);
-            if (c < '0' || c > '9') return -1;
-            v = v * 10 + (c - '0');
-        }
-        return v;
+        SeenIds.Seen seen = ids.add(idNode.asText(), gobj.read(ID_PREFIX), gobj.readLong(MAX_IDS));
+        if (seen == SeenIds.Seen.UNTRACKED) gobj.set(IDS_OVERFLOW, true);
+        gobj.inc(seen == SeenIds.Seen.AGAIN ? DUPLICATES : DISTINCT_IDS);
     }
 
     private void sendAck(ObjectNode md, JsonNode temp, GObj gate) {
-        if (InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0) gobj.set(ACKS, gobj.read(ACKS) + 1);
-        else Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
-    }
-
-    // --- Commands ---
-
-    private ObjectNode cmdCheckIds(String cmd, ObjectNode kw, GObj src) {
-        long from = kw.get("from").asLong();
-        long to = kw.get("to").asLong();
-        if (to < 0) to = maxNumeric;
-        if (from < 0 || to >= Integer.MAX_VALUE) return Envelope.error("from/to out of range");
-        long missing = 0;
-        long firstMissing = -1;
-        for (long i = from; i <= to; i++) {
-            if (!numericIds.get((int) i)) {
-                missing++;
-                if (firstMissing < 0) firstMissing = i;
-            }
+        boolean sent = InputGates.reply(gobj, gate, InputGates.ack(md, 0), temp) == 0;
+        if (sent) gobj.inc(ACKS_SENT);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, sent ? "ack sent" : "ack not sent", "md", md.toString());
+        } else if (!sent) {
+            Glog.debug(gobj, "ack not sent", "gate", gate == null ? "" : gate.shortName());
         }
-        ObjectNode d = Kw.create();
-        d.put("from", from);
-        d.put("to", to);
-        d.put("missing", missing);
-        d.put("first_missing", firstMissing);
-        d.put("distinct_ids", gobj.read(DISTINCT));
-        d.put("duplicates", gobj.read(DUPLICATES));
-        return Envelope.ok(missing == 0 ? "all ids arrived" : missing + " ids missing", d);
-    }
-
-    private ObjectNode cmdResetIds(String cmd, ObjectNode kw, GObj src) {
-        numericIds = new BitSet();
-        otherIds = new HashSet<>();
-        maxNumeric = -1;
-        for (Attr<Long> a : List.of(RX_MSGS, TX_MSGS, DISTINCT, DUPLICATES, ACKS, BAD_JSON)) gobj.set(a, 0L);
-        gobj.set(IDS_OVERFLOW, false);
-        return Envelope.ok("ids forgotten", null);
     }
 }

@@ -1,14 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.sink;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_SINK gclass service. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=C_SINK")
-public class SinkGClass implements GClass {
-    @Override
-    public GClassSpec<?> spec() {
-        return Sink.SPEC;
+/** C_SINK as a DS service. The gclass is declared in {@link Sink}. */
+@Component(service = GClass.class)
+public final class SinkGClass extends GClassComponent {
+    public SinkGClass() {
+        super(Sink.SPEC);
     }
 }

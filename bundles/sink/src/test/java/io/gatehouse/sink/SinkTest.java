@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.sink;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -6,9 +7,12 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
+import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -17,11 +21,13 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/** C_SINK listening to a stand-in gate, on a manual clock. */
 class SinkTest {
     /** Stands for the gate the sink listens to: records what the sink sends back. */
     static final class FakeGate implements GObjBehavior {
@@ -38,16 +44,21 @@ class SinkTest {
     }
 
     static final GClassSpec<FakeGate> GATE = GClassSpec.builder("C_IOGATE", FakeGate.class)
+            .description("test stand-in C_IOGATE (FakeGate)")
             .fsm(Fsm.<FakeGate>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeGate::acSend)
                     .publishes(Ev.EV_ON_MESSAGE).build())
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(FakeGate::new).build();
 
+    private final ManualClock clock = new ManualClock();
+    private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
+    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        rt = YunoRuntime.builder().name("sink").gclass(Sink.SPEC, GATE)
+        Glog.addSink(sink);
+        rt = YunoRuntime.builder().name("sink").clock(clock).gclass(Sink.SPEC, GATE)
                 .config("{\"services\": [{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"sink\", \"gclass\": \"C_SINK\", \"kw\": {\"input\": \"in\", \"echo\": true}}]}")
                 .build().start();
@@ -56,11 +67,20 @@ class SinkTest {
     @AfterEach
     void tearDown() {
         rt.close();
+        Glog.removeSink(sink);
     }
 
     private void receive(String json) {
         rt.run(() -> rt.service("in").publish(Ev.EV_ON_MESSAGE,
                 Kw.withGbuffer(Unpooled.copiedBuffer(json, StandardCharsets.UTF_8))));
+    }
+
+    private List<String> sentBack() {
+        return rt.call(() -> new ArrayList<>(((FakeGate) rt.service("in").behavior()).sent));
+    }
+
+    private ObjectNode stats() {
+        return (ObjectNode) rt.command("stats-yuno service=sink").get("data");
     }
 
     @Test
@@ -70,16 +90,53 @@ class SinkTest {
         receive("{\"id\": \"msg-2\"}");
         receive("{\"id\": \"other\"}");
         receive("garbage");
-        List<String> sent = rt.call(() -> ((FakeGate) rt.service("in").behavior()).sent);
+        List<String> sent = sentBack();
         assertEquals("{\"__md_trq__\":{\"__msg_rowid__\":1,\"__msg_t__\":2,\"result\":0}}", sent.get(0));
         assertTrue(sent.get(1).startsWith("{\"id\": \"msg-0\""), "then the echo");
-        ObjectNode st = rt.command("stats-yuno service=sink");
-        assertEquals(5, st.get("data").get("rxMsgs").asInt());
-        assertEquals(3, st.get("data").get("distinct_ids").asInt());
-        assertEquals(1, st.get("data").get("duplicates").asInt());
-        assertEquals(1, st.get("data").get("bad_json").asInt());
+        ObjectNode st = stats();
+        assertEquals(5, st.get("rxMsgs").asInt());
+        assertEquals(3, st.get("distinct_ids").asInt());
+        assertEquals(1, st.get("duplicates").asInt());
+        assertEquals(1, st.get("bad_json").asInt());
+        assertEquals(1, st.get("acks_sent").asInt());
         ObjectNode check = rt.command("command-yuno service=sink command=check-ids from=0 to=2");
         assertEquals(1, check.get("data").get("missing").asInt());
         assertEquals(1, check.get("data").get("first_missing").asInt());
+    }
+
+    @Test
+    void shouldForgetIdsAndZeroCountersOnResetIds() {
+        receive("{\"id\": \"msg-1\"}");
+        receive("{\"id\": \"msg-1\"}");
+        rt.command("command-yuno service=sink command=reset-ids");
+        ObjectNode st = stats();
+        assertEquals(0, st.get("rxMsgs").asInt());
+        assertEquals(0, st.get("duplicates").asInt());
+        receive("{\"id\": \"msg-1\"}");
+        assertEquals(1, stats().get("distinct_ids").asInt(), "seen again as new");
+    }
+
+    @Test
+    void shouldSubscribeAgainToAnInputGateThatWasRebuilt() {
+        rt.gclassesGone(List.of("C_IOGATE"));
+        rt.gclassArrived(GATE);   // it hands over no state: the gate's service is rebuilt
+        receive("{\"id\": \"msg-1\"}");
+        assertEquals(0, stats().get("rxMsgs").asInt(), "the rebuilt gate has no subscriber yet");
+        clock.advance(499);
+        receive("{\"id\": \"msg-2\"}");
+        assertEquals(0, stats().get("rxMsgs").asInt(), "not before timeout_check_gates");
+        clock.advance(1);
+        receive("{\"id\": \"msg-3\"}");
+        assertEquals(1, stats().get("rxMsgs").asInt(), "subscribed again");
+        assertTrue(sentBack().get(0).startsWith("{\"id\": \"msg-3\""), "and echoes through the new gate");
+    }
+
+    @Test
+    void shouldTraceMessagesAcksAndEchoes() {
+        rt.command("trace-on service=sink level=messages");
+        receive("{\"id\": \"msg-7\", \"__md_trq__\": {\"__msg_rowid__\": 1, \"__msg_t__\": 2}}");
+        for (String text : List.of("message received {id=msg-7", "ack sent", "message echoed")) {
+            assertEquals(1, logs.stream().filter(l -> l.contains(text)).count(), text + " in " + logs);
+        }
     }
 }

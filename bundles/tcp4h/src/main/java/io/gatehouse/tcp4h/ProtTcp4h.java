@@ -10,6 +10,7 @@ import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassNames;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
@@ -24,23 +25,27 @@ import io.netty.buffer.CompositeByteBuf;
 import java.util.ArrayDeque;
 
 /**
- * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (C_TCP, found by name).
- * Deframes EV_RX_DATA into one EV_ON_MESSAGE per frame, frames EV_SEND_MESSAGE into EV_TX_DATA, and turns
- * protocol errors into a drop of the transport. Port of {@code kernel/c/root-linux/src/c_prot_tcp4h.c}
- * @6043415 (the dead ST_WAIT_HANDSHAKE state is not kept).
+ * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (a C_TCP; with {@code url} and
+ * no bottom it creates one). Deframes EV_RX_DATA into one EV_ON_MESSAGE per frame, frames EV_SEND_MESSAGE into
+ * EV_TX_DATA, and turns protocol errors and timeouts into a drop of the transport.
+ * Port of {@code kernel/c/root-linux/src/c_prot_tcp4h.c} @6043415 (its ST_WAIT_HANDSHAKE state, which nothing
+ * enters, is not kept).
  *
  * <pre>
  *   ST_DISCONNECTED --EV_CONNECTED--&gt; ST_WAIT_FRAME_HEADER &lt;--frame complete-- ST_WAIT_PAYLOAD
  *         ^                                 |  header complete, payload partial      ^
  *         |                                 +----------------------------------------+
- *         +---- EV_DISCONNECTED, or a protocol error / payload timeout (EV_DROP to the bottom)
+ *         +---- EV_DISCONNECTED, or a protocol error or timeout (EV_DROP to the bottom, and wait for it to
+ *               report the close within timeout_close)
  * </pre>
  *
- * Input threshold (seeds/001): with {@code input_threshold_msgs}/{@code _bytes} set, frames handed up count
- * until the consumer credits them back with EV_RESUME_INPUT; the frame that reaches either limit carries
- * {@code is_blocked: true}, the rest of the read stays here and the bottom stops reading (EV_PAUSE_INPUT).
+ * Input threshold: with {@code input_threshold_msgs}/{@code _bytes} set, frames handed up count until the consumer
+ * credits them back with EV_RESUME_INPUT; the frame that reaches either limit carries {@code is_blocked: true},
+ * the rest of the read stays here and the bottom stops reading (EV_PAUSE_INPUT), so TCP backpressure reaches the
+ * sender.
  */
 public final class ProtTcp4h implements GObjBehavior {
+    public static final String GCLASS = GClassNames.C_PROT_TCP4H;
 
     // --- Attributes ---
 
@@ -57,8 +62,6 @@ public final class ProtTcp4h implements GObjBehavior {
             + " header stays incomplete this long, ms; 0 = never (Yuneta)");
     static final Attr<Long> TIMEOUT_CLOSE = Attr.integer("timeout_close", 3000, AttrFlag.PERSIST,
             "Timeout waiting the transport to disconnect after a drop, ms");
-    static final Attr<Long> TIMEOUT_HANDSHAKE = Attr.integer("timeout_handshake", 5000, AttrFlag.PERSIST,
-            "Kept for config compatibility: TCP4H has no handshake");
     static final Attr<Long> INPUT_THRESHOLD_MSGS = Attr.integer("input_threshold_msgs", 0, AttrFlag.WR,
             "Input threshold, messages handed up and not credited back; 0 = unlimited");
     static final Attr<Long> INPUT_THRESHOLD_BYTES = Attr.integer("input_threshold_bytes", 0, AttrFlag.WR,
@@ -72,10 +75,11 @@ public final class ProtTcp4h implements GObjBehavior {
     static final Attr<Boolean> INPUT_BLOCKED = Attr.bool("input_blocked", false, AttrFlag.VOLATILE | AttrFlag.STATS,
             "Input stopped by the threshold or by EV_PAUSE_INPUT");
 
-    static final Attr<?>[] ATTRS = {URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_HEADER, TIMEOUT_CLOSE,
-        TIMEOUT_HANDSHAKE, INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, CRYPTO, TCP_KW, CONNECTED, INPUT_BLOCKED};
+    // --- Trace levels ---
 
-    // --- States and FSM ---
+    static final String TRACE_TRAFFIC = "traffic";
+
+    // --- FSM ---
 
     static final String ST_WAIT_FRAME_HEADER = "ST_WAIT_FRAME_HEADER";
     static final String ST_WAIT_PAYLOAD = "ST_WAIT_PAYLOAD";
@@ -89,7 +93,7 @@ public final class ProtTcp4h implements GObjBehavior {
             .on(Ev.EV_DROP,          ProtTcp4h::acDrop)
             .on(Ev.EV_PAUSE_INPUT,   ProtTcp4h::acPauseInput)
             .on(Ev.EV_RESUME_INPUT,  ProtTcp4h::acResumeInput)
-            .ignore(Ev.EV_RX_DATA)   // bytes of a read that followed our own close: dropped silently (B2)
+            .ignore(Ev.EV_RX_DATA)   // the rest of a read that came after our own close: dropped silently
             .ignore(Ev.EV_TX_READY)
         .state(ST_WAIT_FRAME_HEADER)
             .on(Ev.EV_RX_DATA,       ProtTcp4h::acRxData)
@@ -113,6 +117,20 @@ public final class ProtTcp4h implements GObjBehavior {
         .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
         .build();
 
+    // --- Spec ---
+
+    public static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder(GCLASS, ProtTcp4h.class)
+            .description("4-byte big-endian length-prefixed messages (header = payload length + 4)")
+            .attrs(URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_HEADER, TIMEOUT_CLOSE,
+                    INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, CRYPTO, TCP_KW, CONNECTED, INPUT_BLOCKED)
+            .fsm(FSM)
+            .traceLevel(TRACE_TRAFFIC, "Trace every frame read and written, with its size")
+            // timeout_handshake: TCP4H has no handshake (Yuneta's dead ST_WAIT_HANDSHAKE is not kept)
+            .acceptUnusedYunetaKeys("cert_pem", "timeout_handshake", "user_data", "user_data2")
+            .linkUp(CONNECTED)
+            .factory(ProtTcp4h::new)
+            .build();
+
     /** Payloads up to this size are copied behind their header (one buffer); larger ones are composed. */
     private static final int COPY_LIMIT = 2048;
 
@@ -126,30 +144,21 @@ public final class ProtTcp4h implements GObjBehavior {
     private Cancellable timer = Cancellable.NONE;
     /** The timer is the payload timer (see {@link #armPayloadTimer}). */
     private boolean payloadTimerArmed;
-    private long lastPayloadReadNs;
-    private boolean opened;
-    private long thresholdMsgs;
-    private long thresholdBytes;
+    /** When the last bytes of an incomplete payload came, on the yuno's clock (ms). */
+    private long lastPayloadReadMs;
     private final InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
     private boolean bottomPaused;
     /** A complete frame arrived since the connection opened. */
     private boolean anyFrame;
-    /** When the header guard ({@code timeout_header}) started counting (nanoTime), 0 when it does not run. */
-    private long guardSince;
+    /** When the header guard ({@code timeout_header}) started counting (the yuno's clock, ms), -1 when it does not run. */
+    private long headerGuardSinceMs = -1;
 
-    public ProtTcp4h(GObj gobj) {
+    ProtTcp4h(GObj gobj) {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
-
-    @Override
-    public void onCreate() {
-        framer.setMaxPktSize(gobj.readLong(MAX_PKT_SIZE));
-        thresholdMsgs = gobj.readLong(INPUT_THRESHOLD_MSGS);
-        thresholdBytes = gobj.readLong(INPUT_THRESHOLD_BYTES);
-    }
+    // --- Framework methods ---
 
     @Override
     public int onStart() {
@@ -158,7 +167,7 @@ public final class ProtTcp4h implements GObjBehavior {
             ObjectNode kw = Kw.create();
             JsonNode extra = gobj.read(TCP_KW);
             if (extra instanceof ObjectNode) kw.setAll((ObjectNode) extra.deepCopy());
-            kw.put("url", url);
+            kw.put(Kw.URL, url);
             JsonNode crypto = gobj.read(CRYPTO);
             if (crypto instanceof ObjectNode && crypto.size() > 0) kw.set("crypto", crypto.deepCopy());
             GObj tcp = gobj.createChild(gobj.name(), GClassNames.C_TCP, kw);
@@ -169,7 +178,7 @@ public final class ProtTcp4h implements GObjBehavior {
         }
         GObj bottom = gobj.bottom();
         if (bottom != null && !bottom.isRunning()) {
-            JsonNode bu = bottom.readAttr("url");
+            JsonNode bu = bottom.readAttr(Kw.URL);
             if (bu != null && bu.isTextual() && !bu.asText().isEmpty()) {
                 // Client side: we start our transport. Server-side transports are started by C_TCP_S.
                 bottom.start();
@@ -195,14 +204,182 @@ public final class ProtTcp4h implements GObjBehavior {
         releaseHeld();
     }
 
-    @Override
-    public void onWriting(String attr) {
-        if (attr.equals(MAX_PKT_SIZE.name())) framer.setMaxPktSize(gobj.readLong(MAX_PKT_SIZE));
-        if (attr.equals(INPUT_THRESHOLD_MSGS.name())) thresholdMsgs = gobj.readLong(INPUT_THRESHOLD_MSGS);
-        if (attr.equals(INPUT_THRESHOLD_BYTES.name())) thresholdBytes = gobj.readLong(INPUT_THRESHOLD_BYTES);
+    // --- Actions ---
+
+    private int acConnected(String event, ObjectNode kw, GObj src) {
+        gobj.resetVolatiles();
+        gobj.set(CONNECTED, true);
+        framer.reset();
+        releaseHeld();
+        inputThreshold.reset();
+        pausedByUpper = false;
+        bottomPaused = false;
+        clearTimer();
+        anyFrame = false;
+        headerGuardSinceMs = -1;
+        if (!gobj.isRunning()) {
+            gobj.changeState(St.ST_DISCONNECTED);
+        } else {
+            armHeaderGuard();
+        }
+        return gobj.publish(Ev.EV_ON_OPEN, kw);
+    }
+
+    private int acDisconnected(String event, ObjectNode kw, GObj src) {
+        boolean opened = gobj.readBool(CONNECTED);
+        gobj.set(CONNECTED, false);
+        gobj.set(INPUT_BLOCKED, false);
+        framer.reset();
+        releaseHeld();
+        clearTimer();
+        inputThreshold.unblock();
+        pausedByUpper = false;
+        bottomPaused = false;
+        gobj.changeState(St.ST_DISCONNECTED);
+        if (!opened) {
+            // Not open (a second EV_DISCONNECTED, or a transport that reports a close it never opened): the channel
+            // above saw no EV_ON_OPEN, so it must not see an EV_ON_CLOSE either.
+            Kw.release(kw);
+            return 0;
+        }
+        return gobj.publish(Ev.EV_ON_CLOSE, kw);
+    }
+
+    private int acRxData(String event, ObjectNode kw, GObj src) {
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        if (buf == null) {
+            Glog.error(gobj, "gbuffer NULL", "event", event);
+            return -1;
+        }
+        if (inputBlocked() || !held.isEmpty()) {
+            held.add(buf);
+            drainHeld();
+            return 0;
+        }
+        process(buf);
+        return 0;
+    }
+
+    private int acSendMessage(String event, ObjectNode kw, GObj src) {
+        GObj bottom = gobj.bottom();
+        ByteBuf payload = Kw.gbuffer(kw);
+        if (bottom != null && payload != null && Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
+            // The producer left room in front: the header goes there and the kw goes down as it came.
+            Gbuffers.prependInt(payload, payload.readableBytes() + Tcp4hFramer.HEADER_SIZE);
+            if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frame sent", "bytes", payload.readableBytes());
+            return bottom.send(Ev.EV_TX_DATA, kw, gobj);
+        }
+        boolean binary = payload != null;
+        ByteBuf out;
+        try {
+            out = frame(kw);
+        } catch (RuntimeException e) {
+            Kw.release(kw);
+            Glog.error(gobj, "Cannot frame message", "error", String.valueOf(e));
+            return -1;
+        }
+        if (bottom == null) {
+            out.release();
+            Glog.error(gobj, "No bottom to send", "msgset", "internal_error");
+            return -1;
+        }
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frame sent", "bytes", out.readableBytes());
+        // A binary message's kw carries its frame down (the transport reads only the gbuffer): one dict per
+        // message instead of two. A JSON message's kw was the payload; the frame goes in a kw of its own.
+        return bottom.send(Ev.EV_TX_DATA, binary ? Kw.setGbuffer(kw, out) : Kw.withGbuffer(out), gobj);
+    }
+
+    private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {
+        payloadTimerArmed = false;
+        long timeout = gobj.readLong(TIMEOUT_PAYLOAD);
+        long quietMs = nowMs() - lastPayloadReadMs;
+        if (framer.inPayload() && quietMs < timeout) {
+            setTimer(timeout - quietMs);   // bytes came since the timer was armed: wait the rest
+            payloadTimerArmed = true;
+            return 0;
+        }
+        Glog.warn(gobj, "Timeout waiting PAYLOAD data", "msgset", "protocol_error", "timeout_payload", timeout);
+        framer.reset();
+        close();
+        return 0;
+    }
+
+    private int acTimeoutHeader(String event, ObjectNode kw, GObj src) {
+        payloadTimerArmed = false;   // a payload timer that outlived its payload lands here
+        long t = gobj.readLong(TIMEOUT_HEADER);
+        if (t <= 0 || headerGuardSinceMs < 0 || inputBlocked()) {
+            return 0; // a stale timer: the guard does not run now
+        }
+        if (nowMs() - headerGuardSinceMs < t) {
+            armHeaderGuard(); // early (the timeout was changed): wait the rest
+            return 0;
+        }
+        GObj bottom = gobj.bottom();
+        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
+        Glog.warn(gobj, "Timeout waiting frame header", "msgset", "protocol_error", "peername", peer,
+                "timeout_header", t, "waiting", anyFrame ? "rest of a header" : "first frame");
+        headerGuardSinceMs = -1;
+        framer.reset();
+        close();
+        return 0;
+    }
+
+    private int acTimeoutWaitDisconnected(String event, ObjectNode kw, GObj src) {
+        Glog.warn(gobj, "Timeout waiting disconnected", "msgset", "protocol_error");
+        dropBottom();
+        return 0;
+    }
+
+    private int acDrop(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        dropBottom();
+        return 0;
+    }
+
+    private int acStopped(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (src != null && src.isVolatile() && src == gobj.bottom()) {
+            gobj.setBottom(null);
+            gobj.yuno().execute(src::destroy);
+        }
+        return 0;
+    }
+
+    /** An upper gobj cannot take more (e.g. its output is not writable): stop reading. */
+    private int acPauseInput(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        if (gobj.inState(ST_WAIT_FRAME_HEADER) && headerGuardSinceMs >= 0) { // we stop reading: the peer is not late
+            clearTimer();
+            headerGuardSinceMs = -1;
+        }
+        pausedByUpper = true;
+        updateBottomPause();
+        return 0;
+    }
+
+    /**
+     * The consumer credits back what it processed ({@code msgs}, {@code bytes}; both absent = everything) and
+     * lifts an explicit pause. Held bytes are deframed again, which may block once more.
+     */
+    private int acResumeInput(String event, ObjectNode kw, GObj src) {
+        inputThreshold.credit(kw, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES));
+        Kw.release(kw);
+        pausedByUpper = false;
+        drainHeld();
+        if (!gobj.inState(St.ST_DISCONNECTED)) {
+            updateBottomPause();
+        }
+        if (gobj.inState(ST_WAIT_FRAME_HEADER) && held.isEmpty()) {
+            armHeaderGuard();
+        }
+        return 0;
     }
 
     // --- Local methods ---
+
+    private long nowMs() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
 
     private void clearTimer() {
         timer.cancel();
@@ -222,7 +399,7 @@ public final class ProtTcp4h implements GObjBehavior {
      * waits the rest of the time if bytes came since.
      */
     private void armPayloadTimer() {
-        lastPayloadReadNs = System.nanoTime();
+        lastPayloadReadMs = nowMs();
         if (!payloadTimerArmed) {
             setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
             payloadTimerArmed = true;
@@ -251,17 +428,17 @@ public final class ProtTcp4h implements GObjBehavior {
                         buf = null;
                     }
                     gobj.changeState(ST_WAIT_FRAME_HEADER);
-                    guardSince = 0; // we stopped reading: the peer is not late
+                    headerGuardSinceMs = -1; // we stopped reading: the peer is not late
                     return;
                 }
-                ByteBuf frame = framer.decode(alloc, buf);
+                ByteBuf frame = framer.decode(alloc, buf, gobj.readLong(MAX_PKT_SIZE));
                 if (frame == null) {
                     break;
                 }
                 deliver(frame);
                 if (gobj.isDestroyed() || gobj.inState(St.ST_DISCONNECTED)) {
-                    // The subscriber dropped or stopped us while handling the frame: the rest of this read
-                    // is discarded silently (Yuneta 7.8.1 fix, B2).
+                    // The subscriber dropped or stopped us while handling the frame: the rest of this read is
+                    // discarded silently, as Yuneta does since 7.8.1 (it used to log an error per frame left).
                     return;
                 }
             }
@@ -290,13 +467,13 @@ public final class ProtTcp4h implements GObjBehavior {
     private void armHeaderGuard() {
         long t = gobj.readLong(TIMEOUT_HEADER);
         if (t <= 0 || inputBlocked() || (anyFrame && !framer.hasPartial())) {
-            if (guardSince != 0) clearTimer();
-            guardSince = 0;
+            if (headerGuardSinceMs >= 0) clearTimer();
+            headerGuardSinceMs = -1;
             return;
         }
-        long now = System.nanoTime();
-        if (guardSince == 0) guardSince = now;
-        setTimer(Math.max(1, t - (now - guardSince) / 1_000_000));
+        long now = nowMs();
+        if (headerGuardSinceMs < 0) headerGuardSinceMs = now;
+        setTimer(Math.max(1, t - (now - headerGuardSinceMs)));
     }
 
     private void drainHeld() {
@@ -307,13 +484,14 @@ public final class ProtTcp4h implements GObjBehavior {
 
     private void deliver(ByteBuf frame) {
         anyFrame = true;
-        guardSince = 0;
+        headerGuardSinceMs = -1;
         int len = frame.readableBytes();
         ObjectNode kw = Kw.withGbuffer(frame);
-        if (inputThreshold.handedUp(len, thresholdMsgs, thresholdBytes)) {
-            kw.put("is_blocked", true);
+        if (inputThreshold.handedUp(len, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
+            kw.put(Kw.IS_BLOCKED, true);
             updateBottomPause();
         }
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frame received", "bytes", len);
         gobj.publish(Ev.EV_ON_MESSAGE, kw);
     }
 
@@ -333,12 +511,12 @@ public final class ProtTcp4h implements GObjBehavior {
         Tcp4hFramer.Error e = framer.error();
         long l = framer.badHeader();
         GObj bottom = gobj.bottom();
-        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr("peername").asText(""));
+        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
         if (e == Tcp4hFramer.Error.ZERO_LENGTH) {
             Glog.error(gobj, "frame_length cannot be 0", "msgset", "protocol_error", "peername", peer);
         } else {
             Glog.warn(gobj, "tcp4h head too long", "msgset", "protocol_error", "peername", peer,
-                    "len", l - Tcp4hFramer.HEADER_SIZE, "max_pkt_size", framer.maxPktSize());
+                    "len", l - Tcp4hFramer.HEADER_SIZE, "max_pkt_size", Tcp4hFramer.limit(gobj.readLong(MAX_PKT_SIZE)));
         }
         framer.reset();
         close();
@@ -384,174 +562,5 @@ public final class ProtTcp4h implements GObjBehavior {
         out.addComponent(true, payload.readRetainedSlice(n));
         payload.release();
         return out;
-    }
-
-    // --- Actions ---
-
-    private int acConnected(String event, ObjectNode kw, GObj src) {
-        gobj.resetVolatiles();
-        gobj.set(CONNECTED, true);
-        framer.reset();
-        releaseHeld();
-        inputThreshold.reset();
-        pausedByUpper = false;
-        bottomPaused = false;
-        clearTimer();
-        anyFrame = false;
-        guardSince = 0;
-        opened = true;
-        if (!gobj.isRunning()) {
-            gobj.changeState(St.ST_DISCONNECTED);
-        } else {
-            armHeaderGuard();
-        }
-        return gobj.publish(Ev.EV_ON_OPEN, kw);
-    }
-
-    private int acDisconnected(String event, ObjectNode kw, GObj src) {
-        gobj.set(CONNECTED, false);
-        gobj.set(INPUT_BLOCKED, false);
-        framer.reset();
-        releaseHeld();
-        clearTimer();
-        inputThreshold.unblock();
-        pausedByUpper = false;
-        bottomPaused = false;
-        gobj.changeState(St.ST_DISCONNECTED);
-        if (!opened) {
-            // Never opened: the channel above must not see a close (B20).
-            Kw.release(kw);
-            return 0;
-        }
-        opened = false;
-        return gobj.publish(Ev.EV_ON_CLOSE, kw);
-    }
-
-    private int acRxData(String event, ObjectNode kw, GObj src) {
-        ByteBuf buf = Kw.takeGbuffer(kw);
-        if (buf == null) {
-            Glog.error(gobj, "gbuffer NULL", "event", event);
-            return -1;
-        }
-        if (inputBlocked() || !held.isEmpty()) {
-            held.add(buf);
-            drainHeld();
-            return 0;
-        }
-        process(buf);
-        return 0;
-    }
-
-    private int acSendMessage(String event, ObjectNode kw, GObj src) {
-        GObj bottom = gobj.bottom();
-        ByteBuf payload = Kw.gbuffer(kw);
-        if (bottom != null && payload != null && Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
-            // The producer left room in front: the header goes there and the kw goes down as it came.
-            Gbuffers.prependInt(payload, payload.readableBytes() + Tcp4hFramer.HEADER_SIZE);
-            return bottom.send(Ev.EV_TX_DATA, kw, gobj);
-        }
-        boolean binary = payload != null;
-        ByteBuf out;
-        try {
-            out = frame(kw);
-        } catch (RuntimeException e) {
-            Kw.release(kw);
-            Glog.error(gobj, "Cannot frame message", "error", String.valueOf(e));
-            return -1;
-        }
-        if (bottom == null) {
-            out.release();
-            Glog.error(gobj, "No bottom to send", "msgset", "internal_error");
-            return -1;
-        }
-        // A binary message's kw carries its frame down (the transport reads only the gbuffer): one dict per
-        // message instead of two. A JSON message's kw was the payload; the frame goes in a kw of its own.
-        return bottom.send(Ev.EV_TX_DATA, binary ? Kw.setGbuffer(kw, out) : Kw.withGbuffer(out), gobj);
-    }
-
-    private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {
-        payloadTimerArmed = false;
-        long timeout = gobj.readLong(TIMEOUT_PAYLOAD);
-        long quietMs = (System.nanoTime() - lastPayloadReadNs) / 1_000_000L;
-        if (framer.inPayload() && quietMs < timeout) {
-            setTimer(timeout - quietMs);   // bytes came since the timer was armed: wait the rest
-            payloadTimerArmed = true;
-            return 0;
-        }
-        Glog.warn(gobj, "Timeout waiting PAYLOAD data", "msgset", "protocol_error", "timeout_payload", timeout);
-        framer.reset();
-        close();
-        return 0;
-    }
-
-    private int acTimeoutHeader(String event, ObjectNode kw, GObj src) {
-        payloadTimerArmed = false;   // a payload timer that outlived its payload lands here
-        long t = gobj.readLong(TIMEOUT_HEADER);
-        if (t <= 0 || guardSince == 0 || inputBlocked()) {
-            return 0; // a stale timer: the guard does not run now
-        }
-        if (System.nanoTime() - guardSince < t * 1_000_000) {
-            armHeaderGuard(); // early (the timeout was changed): wait the rest
-            return 0;
-        }
-        GObj bottom = gobj.bottom();
-        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr("peername").asText(""));
-        Glog.warn(gobj, "Timeout waiting frame header", "msgset", "protocol_error", "peername", peer,
-                "timeout_header", t, "waiting", anyFrame ? "rest of a header" : "first frame");
-        guardSince = 0;
-        framer.reset();
-        close();
-        return 0;
-    }
-
-    private int acTimeoutWaitDisconnected(String event, ObjectNode kw, GObj src) {
-        Glog.warn(gobj, "Timeout waiting disconnected", "msgset", "protocol_error");
-        dropBottom();
-        return 0;
-    }
-
-    private int acDrop(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        dropBottom();
-        return 0;
-    }
-
-    private int acStopped(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (src != null && src.isVolatile() && src == gobj.bottom()) {
-            gobj.setBottom(null);
-            gobj.yuno().execute(src::destroy);
-        }
-        return 0;
-    }
-
-    /** An upper gobj cannot take more (e.g. its output is not writable): stop reading. */
-    private int acPauseInput(String event, ObjectNode kw, GObj src) {
-        Kw.release(kw);
-        if (gobj.inState(ST_WAIT_FRAME_HEADER) && guardSince != 0) { // we stop reading: the peer is not late
-            clearTimer();
-            guardSince = 0;
-        }
-        pausedByUpper = true;
-        updateBottomPause();
-        return 0;
-    }
-
-    /**
-     * The consumer credits back what it processed ({@code msgs}, {@code bytes}; both absent = everything) and
-     * lifts an explicit pause. Held bytes are deframed again, which may block once more.
-     */
-    private int acResumeInput(String event, ObjectNode kw, GObj src) {
-        inputThreshold.credit(kw, thresholdMsgs, thresholdBytes);
-        Kw.release(kw);
-        pausedByUpper = false;
-        drainHeld();
-        if (!gobj.inState(St.ST_DISCONNECTED)) {
-            updateBottomPause();
-        }
-        if (gobj.inState(ST_WAIT_FRAME_HEADER) && held.isEmpty()) {
-            armHeaderGuard();
-        }
-        return 0;
     }
 }

@@ -2,25 +2,13 @@
 package io.gatehouse.tcp4h;
 
 import io.gatehouse.api.GClass;
-import io.gatehouse.api.GClassNames;
-import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GClassComponent;
 import org.osgi.service.component.annotations.Component;
 
-/** The C_PROT_TCP4H gclass: 4-byte big-endian length-prefixed messages. Behaviour: {@link ProtTcp4h}. */
-@Component(service = GClass.class, property = GClass.PROP_NAME + "=" + GClassNames.C_PROT_TCP4H)
-public final class ProtTcp4hGClass implements GClass {
-
-    static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder(GClassNames.C_PROT_TCP4H, ProtTcp4h.class)
-            .description("4-byte big-endian length-prefixed messages (header = payload length + 4)")
-            .attrs(ProtTcp4h.ATTRS)
-            .fsm(ProtTcp4h.FSM)
-            .traceLevels("traffic")
-            .acceptUnusedYunetaKeys("cert_pem", "user_data", "user_data2")
-            .factory(ProtTcp4h::new)
-            .build();
-
-    @Override
-    public GClassSpec<?> spec() {
-        return SPEC;
+/** C_PROT_TCP4H as a DS service. The gclass is declared in {@link ProtTcp4h}. */
+@Component(service = GClass.class)
+public final class ProtTcp4hGClass extends GClassComponent {
+    public ProtTcp4hGClass() {
+        super(ProtTcp4h.SPEC);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 /** A topic that cannot be opened; {@link #getMessage()} is the log text, the cause says why. */

@@ -1,9 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Glog;
-import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.DurableListener;
 import io.gatehouse.api.queue.FsyncPolicy;
 import io.gatehouse.api.queue.QueueMessage;
@@ -13,49 +12,35 @@ import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileLock;
 import java.nio.file.Path;
-import java.time.Instant;
-import java.time.LocalDate;
-import java.time.LocalDateTime;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
-import java.util.Arrays;
 import java.util.HashMap;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A tr_queue over a {@link Topic}. The list is a bit set over rowids (one bit per row of the topic), soft marks
- * are a map holding only non-zero marks (the in-flight window), and contents stay in the segment files.
+ * are a map holding only non-zero marks (the in-flight window), and contents stay in the segment files. When
+ * records become durable is {@link GroupCommit}'s; the backup of the topic is {@link TopicBackup}'s; the JSON of a
+ * record is {@link RecordJson}'s.
  */
 final class TrQueueImpl implements TrQueue {
-    static final int PENDING = MSG_PENDING;
-
     private final TrQueueFactoryImpl factory;
     private final FileOps ops;
-    private final Path dbDir;
     private final Path topicDir;
-    private final Path bakDir;
     private final String name;
     private final TrQueueOptions opts;
     private final FileChannel lockChannel;
     private final FileLock lock;
+    private final GroupCommit commit;
+    private final TopicBackup backup;
 
     private volatile Topic topic;
     private long generation;
     private final RowSet list = new RowSet();
     private final HashMap<Long, Long> softMarks = new HashMap<>();
-    private final JsonBytes json = new JsonBytes();
+    private final RecordJson json = new RecordJson();
 
     private boolean loadFailed;
-    private boolean refusalSaid;
-    private boolean backupFailSaid;
     private boolean noTopicSaid;
     private String failedFingerprint;
     private boolean closed;
@@ -64,69 +49,33 @@ final class TrQueueImpl implements TrQueue {
     /** A fault on a mapped page (InternalError) was said; said again only after an append works. */
     private boolean faultSaid;
 
-    /** Guards the topic's files against the flusher while they are forced, backed up or closed. */
-    private final Object flushLock = new Object();
-    private ScheduledFuture<?> flushTask;
-    private volatile long acks;
-    private long acksForced;
-    private volatile Durable durable = new Durable(0, 0);
-    private boolean fsyncErrorSaid;
-    private final List<Reg> listeners = new CopyOnWriteArrayList<>();
-
-    private static final class Durable {
-        final long generation;
-        final long rowid;
-
-        Durable(long generation, long rowid) {
-            this.generation = generation;
-            this.rowid = rowid;
-        }
-    }
-
-    private final class Reg {
-        final DurableListener listener;
-        final Executor executor;
-        final AtomicBoolean scheduled = new AtomicBoolean();
-
-        Reg(DurableListener listener, Executor executor) {
-            this.listener = listener;
-            this.executor = executor;
-        }
-
-        void fire() {
-            if (!scheduled.compareAndSet(false, true)) return;
-            try {
-                executor.execute(() -> {
-                    scheduled.set(false);
-                    Durable d = durable;
-                    listener.durable(d.generation, d.rowid);
-                });
-            } catch (RejectedExecutionException e) {
-                scheduled.set(false);
-            }
-        }
-    }
-
     TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
                 TrQueueOptions opts, FileChannel lockChannel, FileLock lock) {
         this.factory = factory;
         this.ops = ops;
-        this.dbDir = dbDir;
         this.topicDir = dbDir.resolve(name);
-        this.bakDir = dbDir.resolve(name + ".bak");
         this.name = name;
         this.opts = opts;
         this.lockChannel = lockChannel;
         this.lock = lock;
         this.topic = topic;
         this.generation = topic.generation;
-        this.durable = new Durable(generation, topic.lastRowid);
-        if (opts.fsyncPolicy() == FsyncPolicy.INTERVAL) {
-            flushTask = factory.scheduleFlush(this::flushTick, opts.fsyncIntervalMs());
-        }
+        this.commit = new GroupCommit(name, opts.fsyncPolicy(), () -> this.topic, generation, topic.lastRowid);
+        this.backup = new TopicBackup(ops, dbDir, name, opts, commit, new TopicBackup.Owner() {
+            @Override public void detach() { TrQueueImpl.this.topic = null; }
+
+            @Override public void adopt(Topic tp) { TrQueueImpl.this.adopt(tp); }
+
+            @Override
+            public void lost(String fingerprint) {
+                failedFingerprint = fingerprint;
+                noTopicSaid = false;
+            }
+        });
+        commit.start(factory::scheduleFlush, opts.fsyncIntervalMs());
     }
 
-    // ================================================================== identity
+    // --- Identity ---
 
     @Override public String topicName() { return name; }
 
@@ -134,7 +83,7 @@ final class TrQueueImpl implements TrQueue {
 
     @Override public FsyncPolicy fsyncPolicy() { return opts.fsyncPolicy(); }
 
-    // ================================================================== topic taken again by name
+    // --- Topic taken again by name ---
 
     /**
      * The topic, taken again by name when the queue lost it. Quiet between attempts: the open is tried again only
@@ -143,7 +92,7 @@ final class TrQueueImpl implements TrQueue {
     private Topic topic() {
         Topic tp = topic;
         if (tp != null || closed) return tp;
-        String fp = fingerprint();
+        String fp = TopicRecovery.fingerprint(ops, topicDir);
         if (fp.equals(failedFingerprint)) {
             if (!noTopicSaid) {
                 noTopicSaid = true;
@@ -152,7 +101,7 @@ final class TrQueueImpl implements TrQueue {
             return null;
         }
         try {
-            tp = Topic.open(ops, topicDir, name, opts.segmentSize(), opts.maxMessageSize());
+            tp = TopicRecovery.open(ops, topicDir, name, opts.segmentSize(), opts.maxMessageSize());
         } catch (TopicException e) {
             Glog.error(null, e.getMessage(), "topic_name", name, "cause", e.causeText());
             failedFingerprint = fp;
@@ -170,7 +119,7 @@ final class TrQueueImpl implements TrQueue {
     }
 
     private void adopt(Topic tp) {
-        synchronized (flushLock) {
+        commit.exclusive(() -> {
             topic = tp;
             if (tp.generation != generation) {
                 // another incarnation: rowids of the old list mean other messages now
@@ -178,38 +127,20 @@ final class TrQueueImpl implements TrQueue {
                 softMarks.clear();
                 generation = tp.generation;
             }
-            durable = new Durable(generation, tp.lastRowid);
-        }
+            commit.mark(generation, tp.lastRowid);
+        });
     }
 
-    /** What an open of the topic would find, read without logging. */
-    private String fingerprint() {
-        StringBuilder sb = new StringBuilder();
-        try {
-            byte[] d = ops.readAll(topicDir.resolve(Topic.DESC));
-            sb.append("desc:").append(d.length).append(':').append(Arrays.hashCode(d));
-        } catch (IOException | RuntimeException e) {
-            sb.append("desc-err:").append(e.getClass().getName()).append(':').append(e.getMessage());
-        }
-        try {
-            ops.list(topicDir.resolve("keys"));
-            sb.append("|keys");
-        } catch (IOException | RuntimeException e) {
-            sb.append("|keys-err:").append(e.getClass().getName());
-        }
-        return sb.toString();
-    }
-
-    // ================================================================== load
+    // --- Load ---
 
     @Override
     public int load() {
         Topic tp = topic();
         if (tp == null) return -1;
-        boolean failed = !tp.retryUnreadable() || tp.lostRows;
-        long size = tp.lastRowid;
+        boolean failed = !TopicRecovery.retryUnreadable(tp) || tp.lostRows;
+        long last = tp.lastRowid;
         long hint = firstRowid();
-        long start = hint != 0 && hint <= size ? hint : 1;
+        long start = hint != 0 && hint <= last ? hint : 1;
         long first = 0;
         for (Segment s : tp.segments) {
             if (s.unreadable != null) {
@@ -219,7 +150,7 @@ final class TrQueueImpl implements TrQueue {
             long to = s.lastRowid();
             for (long r = from; r <= to; r++) {
                 int off = s.offset(r);
-                if (off != 0 && (s.flag(off) & PENDING) != 0) { // 0: a row lost in a gap
+                if (off != 0 && (s.flag(off) & MSG_PENDING) != 0) { // 0: a row lost in a gap
                     if (first == 0) first = r;
                     addToList(r);
                 }
@@ -228,12 +159,12 @@ final class TrQueueImpl implements TrQueue {
         if (failed) {
             loadFailed = true;
             Glog.error(null, "Queue loaded without some of its messages: its first_rowid is not moved nor saved",
-                    "topic_name", name, "first_rowid", hint, "topic_size", size);
+                    "topic_name", name, "first_rowid", hint, "topic_size", last);
             return -1;
         }
         loadFailed = false;
-        refusalSaid = false;
-        if (first == 0) first = size;
+        backup.loadedWhole();
+        if (first == 0) first = last;
         if (first != 0) {
             tp.vars.put("first_rowid", first);
             try {
@@ -249,9 +180,9 @@ final class TrQueueImpl implements TrQueue {
     public int loadAll(long fromRowid, long toRowid) {
         Topic tp = topic();
         if (tp == null) return -1;
-        long size = tp.lastRowid;
-        long from = fromRowid < 0 ? Math.max(1, size + fromRowid + 1) : Math.max(1, fromRowid);
-        long to = toRowid == 0 ? size : toRowid < 0 ? size + toRowid + 1 : Math.min(toRowid, size);
+        long last = tp.lastRowid;
+        long from = fromRowid < 0 ? Math.max(1, last + fromRowid + 1) : Math.max(1, fromRowid);
+        long to = toRowid == 0 ? last : toRowid < 0 ? last + toRowid + 1 : Math.min(toRowid, last);
         int rc = 0;
         for (long r = from; r <= to; r++) {
             if (tp.locate(r) != null) addToList(r);
@@ -298,7 +229,7 @@ final class TrQueueImpl implements TrQueue {
         return list.remove(rowid);
     }
 
-    // ================================================================== append
+    // --- Append ---
 
     @Override
     public QueueMessage append(long t, ObjectNode kw, int userFlag) {
@@ -322,10 +253,10 @@ final class TrQueueImpl implements TrQueue {
         }
         int sf = tp.systemFlag;
         if (t == 0) t = (sf & SF_T_MS) != 0 ? System.currentTimeMillis() : System.currentTimeMillis() / 1000;
-        long tm = tmOf(kw, tp.tkey, sf);
+        long tm = RecordJson.tmOf(kw, tp.tkey, sf);
         long rowid;
         try {
-            rowid = tp.append(t, tm, (userFlag | PENDING) & 0xFFFF, json.buf, len);
+            rowid = tp.append(t, tm, (userFlag | MSG_PENDING) & 0xFFFF, json.bytes(), len);
         } catch (IOException | InternalError e) {
             // InternalError: a fault on a mapped page that the JVM raised late, after the store (see Topic.append)
             if (appendRefused++ == 0) {
@@ -340,19 +271,12 @@ final class TrQueueImpl implements TrQueue {
             faultSaid = false;
         }
         addToList(rowid);
-        FsyncPolicy p = opts.fsyncPolicy();
-        if (p == FsyncPolicy.ALWAYS) {
-            try {
-                tp.forceAll();
-            } catch (IOException e) {
-                // the record is written but its durability is not promised: the caller gets no message
-                Glog.error(null, "Cannot append record, fsync FAILED", "topic_name", name, "cause", e.toString());
-                return null;
-            }
-            acksForced = acks;
-            publish(rowid);
-        } else if (p == FsyncPolicy.NONE) {
-            publish(rowid);
+        try {
+            commit.appended(tp, generation, rowid);
+        } catch (IOException e) {
+            // the record is written but its durability is not promised: the caller gets no message
+            Glog.error(null, "Cannot append record, fsync FAILED", "topic_name", name, "cause", e.toString());
+            return null;
         }
         return new QueueMessageImpl(this, generation, rowid, t, tm);
     }
@@ -376,39 +300,11 @@ final class TrQueueImpl implements TrQueue {
                 "cause", e.toString());
     }
 
-    static long tmOf(ObjectNode kw, String tkey, int sf) {
-        if (tkey == null || tkey.isEmpty()) return 0;
-        JsonNode n = kw.get(tkey);
-        if (n == null) return 0;
-        if (n.isIntegralNumber()) return n.asLong();
-        if (!n.isTextual()) return 0;
-        String s = n.asText().trim();
-        long sec;
-        try {
-            sec = Instant.parse(s).getEpochSecond();
-        } catch (RuntimeException e1) {
-            try {
-                sec = OffsetDateTime.parse(s).toEpochSecond();
-            } catch (RuntimeException e2) {
-                try {
-                    sec = LocalDateTime.parse(s).toEpochSecond(ZoneOffset.UTC);
-                } catch (RuntimeException e3) {
-                    try {
-                        sec = LocalDate.parse(s).atStartOfDay().toEpochSecond(ZoneOffset.UTC);
-                    } catch (RuntimeException e4) {
-                        return 0;
-                    }
-                }
-            }
-        }
-        return (sf & SF_TM_MS) != 0 ? sec * 1000 : sec;
-    }
-
-    // ================================================================== flags
+    // --- Flags ---
 
     @Override
     public int setHardFlag(QueueMessage msg, int mask, boolean set) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null) return -1;
         Topic tp = topic();
         if (tp == null || m.generation != generation) return -1;
@@ -428,8 +324,8 @@ final class TrQueueImpl implements TrQueue {
             return -1;
         }
         if (now != old) {
-            tp.pendingOnDisk += ((now & PENDING) != 0 ? 1 : 0) - ((old & PENDING) != 0 ? 1 : 0);
-            acks++;
+            tp.pendingOnDisk += ((now & MSG_PENDING) != 0 ? 1 : 0) - ((old & MSG_PENDING) != 0 ? 1 : 0);
+            commit.flagWritten();
         }
         return 0;
     }
@@ -443,7 +339,7 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public long setSoftMark(QueueMessage msg, long mask, boolean set) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null || m.generation != generation) return 0;
         Long old = softMarks.get(m.rowid);
         long v = old == null ? 0 : old;
@@ -461,22 +357,24 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public int unload(QueueMessage msg, int result) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null || m.generation != generation) return -1;
         removeFromList(m.rowid);
         softMarks.remove(m.rowid);
-        return setHardFlag(m, PENDING, false);
+        return setHardFlag(m, MSG_PENDING, false);
     }
 
-    private QueueMessageImpl own(QueueMessage msg) {
+    /** {@code msg} as this queue's own message; null (logged unless null) when it is another queue's. */
+    private QueueMessageImpl ofThisQueue(QueueMessage msg) {
         if (msg instanceof QueueMessageImpl && ((QueueMessageImpl) msg).queue == this) return (QueueMessageImpl) msg;
         if (msg != null) Glog.error(null, "queue message of another queue", "topic_name", name);
         return null;
     }
 
-    // ================================================================== reading
+    // --- Reading ---
 
-    private QueueMessage handle(long rowid) {
+    /** The message at {@code rowid}, with its times read from its record (0 when the row is not readable). */
+    private QueueMessage messageAt(long rowid) {
         Topic tp = topic;
         if (tp == null) return new QueueMessageImpl(this, generation, rowid, 0, 0);
         Segment s = tp.locate(rowid);
@@ -488,21 +386,21 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public QueueMessage getByRowid(long rowid) {
         if (rowid < 1 || !list.get(rowid)) return null;
-        return handle(rowid);
+        return messageAt(rowid);
     }
 
     @Override
     public QueueMessage first() {
         long r = list.next(1);
-        return r < 0 ? null : handle(r);
+        return r < 0 ? null : messageAt(r);
     }
 
     @Override
     public QueueMessage next(QueueMessage msg) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null || m.generation != generation) return null;
         long r = list.next(m.rowid + 1);
-        return r < 0 ? null : handle(r);
+        return r < 0 ? null : messageAt(r);
     }
 
     @Override
@@ -518,32 +416,24 @@ final class TrQueueImpl implements TrQueue {
         if (s == null) return -1;
         int off = s.offset(rowid);
         if (s.t(off) != t) return -1;
-        return (s.flag(off) & PENDING) != 0 ? 1 : 0;
+        return (s.flag(off) & MSG_PENDING) != 0 ? 1 : 0;
     }
 
     @Override
     public ObjectNode msgJson(QueueMessage msg) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null || topic() == null || m.generation != generation) return null;
-        byte[] p = storedPayload(m);
-        ObjectNode kw = null;
-        if (p != null) {
-            try {
-                JsonNode n = Kw.MAPPER.readTree(p);
-                if (n instanceof ObjectNode) kw = (ObjectNode) n;
-            } catch (IOException e) {
-                kw = null;
-            }
-        }
-        if (kw == null) {
-            Glog.error(null, "Bad data, the record cannot be read", "topic_name", name, "rowid", m.rowid);
-            return null;
-        }
-        ObjectNode md = kw.putObject(MD_TRQ);
-        md.put(MSG_ROWID, m.rowid);
-        md.put(MSG_T, m.t);
-        md.put(MSG_GEN, m.generation);
+        ObjectNode kw = RecordJson.parse(storedPayload(m), m);
+        if (kw == null) Glog.error(null, "Bad data, the record cannot be read", "topic_name", name, "rowid", m.rowid);
         return kw;
+    }
+
+    @Override
+    public boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
+        QueueMessageImpl m = ofThisQueue(msg);
+        if (m == null || topic() == null || m.generation != generation) return false;
+        if (RecordJson.write(storedPayload(m), m, out)) return true;
+        return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
     }
 
     /**
@@ -562,85 +452,23 @@ final class TrQueueImpl implements TrQueue {
         }
     }
 
-    /** The top-level key msgJson adds; a record that already holds it (anywhere) takes the parsing path. */
-    private static final byte[] MD_KEY = ("\"" + MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
-
-    /**
-     * The stored record is the compact JSON of an object, written by {@link JsonBytes} and checked by its CRC:
-     * its bytes are copied as they are, with {@code __md_trq__} appended inside the closing brace, which is what
-     * parsing it (msgJson) and serialising it again would write, without the two passes per message.
-     */
-    @Override
-    public boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
-        QueueMessageImpl m = own(msg);
-        if (m == null || topic() == null || m.generation != generation) return false;
-        byte[] p = storedPayload(m);
-        if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
-            return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
-        }
-        out.writeBytes(p, 0, p.length - 1);
-        if (p.length > 2) out.writeByte(',');
-        out.writeCharSequence("\"" + MD_TRQ + "\":{\"" + MSG_ROWID + "\":" + m.rowid + ",\"" + MSG_T + "\":" + m.t
-                + ",\"" + MSG_GEN + "\":" + m.generation + "}}", StandardCharsets.US_ASCII);
-        return true;
-    }
-
-    private static int indexOf(byte[] a, byte[] key) {
-        outer:
-        for (int i = 0; i <= a.length - key.length; i++) {
-            for (int j = 0; j < key.length; j++) {
-                if (a[i + j] != key[j]) continue outer;
-            }
-            return i;
-        }
-        return -1;
-    }
-
     @Override
     public ObjectNode msgMetadata(QueueMessage msg) {
-        QueueMessageImpl m = own(msg);
+        QueueMessageImpl m = ofThisQueue(msg);
         if (m == null) return null;
-        ObjectNode md = Kw.create();
-        md.put("rowid", m.rowid);
-        md.put("generation", m.generation);
-        md.put("t", m.t);
-        md.put("tm", m.tm);
         Topic tp = topic;
-        Segment s = tp == null || m.generation != generation ? null : tp.locate(m.rowid);
-        if (s != null) {
-            int off = s.offset(m.rowid);
-            md.put("user_flag", s.flag(off));
-            md.put("system_flag", s.sysFlag(off));
-            md.put("segment", s.path.getFileName().toString());
-            md.put("offset", off);
-            md.put("size", s.frameLen(off) - Segment.REC_HEADER);
-        }
-        return md;
+        return RecordJson.metadata(m, tp == null || m.generation != generation ? null : tp.locate(m.rowid));
     }
 
     @Override
     public QueueMessage matchAck(ObjectNode ack) {
-        if (ack == null) return null;
-        ObjectNode md = TrQueue.getMetadata(ack);
-        JsonNode src = md != null ? md : ack;
-        long rowid = src.path(MSG_ROWID).asLong(0);
-        if (rowid <= 0) return null;
-        JsonNode g = src.get(MSG_GEN);
-        if (g != null && g.asLong() != generation) return null;
-        QueueMessage m = getByRowid(rowid);
-        if (m == null) return null;
-        JsonNode t = src.get(MSG_T);
-        if (t != null && t.asLong() != m.t()) return null;
-        return m;
+        return RecordJson.matchAck(ack, generation, this::getByRowid);
     }
 
     @Override public int size() { return list.size(); }
 
-    @Override
-    public long topicSize() {
-        Topic tp = topic;
-        return tp == null ? 0 : tp.lastRowid;
-    }
+    /** The API's second name for {@link #lastRowid()}: the rows of a topic are numbered 1 to its last rowid. */
+    @Override public long topicSize() { return lastRowid(); }
 
     @Override
     public long firstRowid() {
@@ -654,128 +482,16 @@ final class TrQueueImpl implements TrQueue {
         return tp == null ? 0 : tp.vars.path("backup_queue_size").asLong(0);
     }
 
-    // ================================================================== backup
+    // --- Backup ---
 
     @Override
     public int checkBackup() {
         Topic tp = topic();
         if (tp == null) return -1;
-        long bqs = tp.vars.path("backup_queue_size").asLong(0);
-        if (bqs <= 0) return 0;
-        long sz = tp.lastRowid;
-        if (sz < bqs) return 0;
-        if (loadFailed) {
-            if (!refusalSaid) {
-                refusalSaid = true;
-                Glog.error(null, "Queue backup refused: its last load did not read every pending message",
-                        "topic_name", name, "topic_size", sz, "backup_queue_size", bqs);
-            }
-            return -1;
-        }
-        if (list.size() > 0 || !softMarks.isEmpty() || tp.pendingOnDisk > 0) return -1;
-        synchronized (flushLock) {
-            return backup(tp, sz);
-        }
+        return backup.check(tp, loadFailed, list.size() > 0 || !softMarks.isEmpty());
     }
 
-    private int backup(Topic tp, long sz) {
-        try {
-            tp.forceAll();
-            tp.vars.put("first_rowid", sz);
-            tp.saveVars();
-        } catch (IOException e) {
-            // nothing moved yet: the queue simply goes on in its topic
-            Glog.error(null, "Queue backup failed: the queue goes on in its topic, not backed up",
-                    "topic_name", name, "cause", e.toString());
-            return -1;
-        }
-        durable = new Durable(generation, tp.lastRowid);
-        ObjectNode oldDesc = tp.desc;
-        ObjectNode vars = tp.vars.deepCopy();
-        tp.close();
-        topic = null;
-        if (ops.isDirectory(bakDir)) {
-            Glog.info(null, "Backup timeranger topic, deleting", "topic", name, "path", bakDir.toString());
-            try {
-                ops.deleteTree(bakDir);
-            } catch (IOException e) {
-                Glog.error(null, "Cannot delete the previous backup", "topic", name, "cause", e.toString());
-            }
-        }
-        Glog.info(null, "Backup timeranger topic, moving", "database", dbDir.toString(), "topic", name,
-                "src", topicDir.toString(), "dst", bakDir.toString());
-        try {
-            ops.move(topicDir, bakDir);
-        } catch (IOException e) {
-            if (!backupFailSaid) {
-                Glog.error(null, "cannot backup topic", "topic", name, "serrno", reason(e),
-                        "src", topicDir.toString(), "dst", bakDir.toString());
-            }
-            return rollback(tp, false);
-        }
-        long newGen = Math.max(System.currentTimeMillis(), oldDesc.path("generation").asLong() + 1);
-        ObjectNode desc = Topic.newDesc(name, oldDesc.path("tkey").asText(""), oldDesc.path("system_flag").asInt(2),
-                newGen);
-        vars.put("first_rowid", 0);
-        Topic fresh;
-        try {
-            ops.fsyncDir(dbDir);
-            Topic.create(ops, topicDir, desc, vars);
-            fresh = Topic.open(ops, topicDir, name, opts.segmentSize(), opts.maxMessageSize());
-        } catch (IOException | TopicException e) {
-            if (!backupFailSaid) Glog.error(null, "Cannot create topic", "topic", name, "cause", e.toString());
-            try {
-                ops.deleteTree(topicDir);
-                ops.move(bakDir, topicDir);
-                ops.fsyncDir(dbDir);
-            } catch (IOException e2) {
-                Glog.error(null, "Cannot move the backup back", "topic", name, "cause", e2.toString());
-            }
-            return rollback(tp, true);
-        }
-        topic = fresh;
-        generation = fresh.generation;
-        list.clear();
-        softMarks.clear();
-        acksForced = acks;
-        durable = new Durable(generation, 0);
-        backupFailSaid = false;
-        return 0;
-    }
-
-    private static String reason(IOException e) {
-        if (e instanceof java.nio.file.FileSystemException && ((java.nio.file.FileSystemException) e).getReason() != null) {
-            return ((java.nio.file.FileSystemException) e).getReason();
-        }
-        return String.valueOf(e.getMessage());
-    }
-
-    /** The old topic is opened again as it was; without it the queue has no topic until it can be taken again. */
-    private int rollback(Topic old, boolean moved) {
-        boolean say = !backupFailSaid;
-        backupFailSaid = true;
-        if (say) {
-            Glog.warn(null, "Backup of topic failed: the topic is opened again as it was, not backed up",
-                    "topic_name", name);
-        }
-        String fp = fingerprint();
-        try {
-            Topic tp = Topic.open(ops, topicDir, name, opts.segmentSize(), opts.maxMessageSize());
-            adopt(tp);
-            if (say) {
-                Glog.error(null, "Queue backup failed: the queue goes on in its topic, not backed up",
-                        "topic_name", name);
-            }
-        } catch (TopicException e) {
-            Glog.error(null, e.getMessage(), "topic_name", name, "cause", e.causeText());
-            Glog.error(null, "Queue backup failed, and the queue has no topic", "topic_name", name);
-            failedFingerprint = fp;
-            noTopicSaid = false;
-        }
-        return -1;
-    }
-
-    // ================================================================== durability
+    // --- Durability ---
 
     @Override
     public long lastRowid() {
@@ -785,74 +501,30 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public long durableRowid() {
-        Durable d = durable;
-        return d.generation == generation ? d.rowid : 0;
+        return commit.durableRowid(generation);
     }
 
     @Override
     public void onDurable(DurableListener listener, Executor executor) {
-        listeners.add(new Reg(listener, executor == null ? Runnable::run : executor));
-    }
-
-    private void publish(long rowid) {
-        durable = new Durable(generation, rowid);
-        for (Reg r : listeners) r.fire();
-    }
-
-    /** The flusher thread's group commit. */
-    void flushTick() {
-        long target;
-        synchronized (flushLock) {
-            Topic tp = topic;
-            if (tp == null || closed) return;
-            target = tp.lastRowid;
-            long a = acks;
-            Durable d = durable;
-            if (d.generation == tp.generation && target == d.rowid && a == acksForced) return;
-            try {
-                tp.forceAll();
-                fsyncErrorSaid = false;
-            } catch (IOException e) {
-                if (!fsyncErrorSaid) {
-                    fsyncErrorSaid = true;
-                    Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
-                }
-                return;
-            }
-            acksForced = a;
-            durable = new Durable(tp.generation, target);
-        }
-        for (Reg r : listeners) r.fire();
+        commit.onDurable(listener, executor);
     }
 
     @Override
     public void sync() {
-        synchronized (flushLock) {
-            Topic tp = topic;
-            if (tp == null) return;
-            try {
-                tp.forceAll();
-                acksForced = acks;
-                durable = new Durable(tp.generation, tp.lastRowid);
-            } catch (IOException e) {
-                Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
-                return;
-            }
-        }
-        for (Reg r : listeners) r.fire();
+        commit.sync();
     }
 
     @Override
     public void close() {
         if (closed) return;
-        if (flushTask != null) flushTask.cancel(false);
-        sync();
-        synchronized (flushLock) {
+        commit.stop();
+        commit.sync();
+        commit.exclusive(() -> {
             closed = true;
             Topic tp = topic;
             if (tp != null) tp.close();
             topic = null;
-        }
+        });
         try {
             lock.release();
         } catch (IOException ignored) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -161,17 +162,17 @@ class DamagedRecordTest {
     }
 
     @Test
-    void flippedByteInAPayload() throws Exception {
+    void shouldLoseOnlyThatRecordWhenAPayloadByteFlips() throws Exception {
         damaged("flip", (b, st) -> b[(int) st[HIT] + 40 + 5] ^= 0x5a, HIT, HIT);
     }
 
     @Test
-    void flippedByteInAHeader() throws Exception {
+    void shouldLoseOnlyThatRecordWhenAHeaderByteFlips() throws Exception {
         damaged("flip rowid", (b, st) -> b[(int) st[HIT] + 15] ^= 0x01, HIT, HIT);
     }
 
     @Test
-    void zeroFilledRunOverTwoRecords() throws Exception {
+    void shouldLoseBothRecordsWhenAZeroRunSpansThem() throws Exception {
         // 100 zero bytes: the end of HIT and the header of HIT + 1
         damaged("zero", (b, st) -> {
             assertTrue(st[HIT + 1] - 50 > st[HIT] && st[HIT + 1] + 50 < st[HIT + 2]);
@@ -180,29 +181,29 @@ class DamagedRecordTest {
     }
 
     @Test
-    void zeroFilledRecordAtItsStart() throws Exception {
+    void shouldLoseOnlyThatRecordWhenItIsZeroFilled() throws Exception {
         damaged("zero whole", (b, st) -> Arrays.fill(b, (int) st[HIT], (int) st[HIT + 1], (byte) 0), HIT, HIT);
     }
 
     @Test
-    void garbageLengthPointingFarAheadDoesNotSkipValidFrames() throws Exception {
+    void shouldNotSkipValidFramesWhenALengthPointsFarAhead() throws Exception {
         // a sane length that lands exactly on a later frame's start: the scan must not follow it
         damaged("len ahead", (b, st) -> ByteBuffer.wrap(b).putInt((int) st[HIT], (int) (st[HIT + 10] - st[HIT])),
                 HIT, HIT);
     }
 
     @Test
-    void garbageLengthHuge() throws Exception {
+    void shouldLoseOnlyThatRecordWhenItsLengthIsHuge() throws Exception {
         damaged("len huge", (b, st) -> ByteBuffer.wrap(b).putInt((int) st[HIT], 0x7fff_fff0), HIT, HIT);
     }
 
     @Test
-    void garbageLengthTiny() throws Exception {
+    void shouldLoseOnlyThatRecordWhenItsLengthIsTiny() throws Exception {
         damaged("len tiny", (b, st) -> ByteBuffer.wrap(b).putInt((int) st[HIT], 8), HIT, HIT);
     }
 
     @Test
-    void lastRecordDamagedIsATornTailWhenNothingValidFollows() throws Exception {
+    void shouldCutATornTailWhenNothingValidFollowsTheDamage() throws Exception {
         // the last record damaged: nothing valid follows, so it is a torn tail (cut), not a gap
         TrQueue q = open();
         for (int i = 1; i <= 10; i++) q.append(1000 + i, msg(i), 0);
@@ -221,7 +222,7 @@ class DamagedRecordTest {
     }
 
     @Test
-    void gapSurvivesWhenItsSegmentIsNoLongerTheLast() throws Exception {
+    void shouldKeepTheGapWhenItsSegmentIsNoLongerTheLast() throws Exception {
         TrQueue q = open();
         for (int i = 1; i <= N; i++) q.append(1000 + i, msg(i), 0);
         q.close();

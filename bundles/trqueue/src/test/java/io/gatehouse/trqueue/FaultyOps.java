@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import java.io.IOException;
@@ -8,6 +9,7 @@ import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiPredicate;
 
 /** File operations that fail on demand: {@code fault.test(op, path)} true makes {@code op} on {@code path} throw. */
@@ -55,6 +57,16 @@ final class FaultyOps extends FileOps {
     public void allocate(Path p, FileChannel ch, long pos, int len) throws IOException {
         check("allocate", p);
         super.allocate(p, ch, pos, len);
+    }
+
+    /** Forces of a file's data made so far (segments, and the temp files of atomic writes). */
+    final AtomicInteger forces = new AtomicInteger();
+
+    @Override
+    public void force(Path p, FileChannel ch) throws IOException {
+        check("force", p);
+        forces.incrementAndGet();
+        super.force(p, ch);
     }
 
     @Override

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import org.junit.jupiter.api.Test;
@@ -16,7 +17,7 @@ class MillionPendingTest {
 
     @Test
     @Timeout(60)
-    void oneMillionPendingUnder64MiBHeap() throws Exception {
+    void shouldLoadAndDrainAMillionPendingWhenTheHeapIs64MiB() throws Exception {
         String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process p = new ProcessBuilder(javaBin, "-Xmx64m", "-cp", System.getProperty("java.class.path"),
                 MillionPending.class.getName(), dir.toString(), "1000000").redirectErrorStream(true)

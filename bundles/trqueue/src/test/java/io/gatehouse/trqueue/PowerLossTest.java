@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -58,7 +59,7 @@ class PowerLossTest {
     }
 
     @Test
-    void everyCutOfTheLastRecords() throws Exception {
+    void shouldKeepEveryCompleteRecordWhenTheFileIsCutAtAnyByte() throws Exception {
         final int n = 40;
         final int last = 6;
         Path src = dir.resolve("src");

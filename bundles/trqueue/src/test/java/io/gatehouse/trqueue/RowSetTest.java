@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import org.junit.jupiter.api.Test;
@@ -9,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 class RowSetTest {
     @Test
-    void behavesLikeASortedSet() {
+    void shouldBehaveLikeASortedSetWhenOperatedAtRandom() {
         Random rnd = new Random(7);
         RowSet s = new RowSet();
         TreeSet<Long> ref = new TreeSet<>();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -61,7 +62,7 @@ class SpaceReservationTest {
     }
 
     @Test
-    void aReservationThatFailsRefusesTheAppendOnceLoggedAndRecovers() {
+    void shouldRefuseAppendsAndSayItOnceWhenSpaceCannotBeAllocated() {
         TrQueue q = factory.open(dir, "db", "T", "", 0, 0, OPTS);
         // no space from the start: the first segment is made but none of its space can be allocated
         ops.fail((op, p) -> op.equals("allocate"), "No space left on device");
@@ -103,7 +104,7 @@ class SpaceReservationTest {
     }
 
     @Test
-    void aFaultOnAMappedPageIsACleanFailureNotAnErrorThrownAtTheCaller() {
+    void shouldFailTheAppendCleanlyWhenAMappedPageFaults() {
         TrQueue q = factory.open(dir, "db", "T", "", 0, 0, OPTS);
         QueueMessage m1 = q.append(0, msg(1), 0);
         ops.storeFaults = true;
@@ -120,7 +121,7 @@ class SpaceReservationTest {
 
     /** Root only: a real 12 MiB tmpfs, filled by another writer while the queue is open. */
     @Test
-    void aFileSystemFilledByAnotherWriterIsANullAppendNotAFault() throws Exception {
+    void shouldAnswerNullNotFaultWhenAnotherWriterFillsTheFileSystem() throws Exception {
         Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a tmpfs");
         Path fs = Files.createDirectories(dir.resolve("small"));
         Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", fs.toString())

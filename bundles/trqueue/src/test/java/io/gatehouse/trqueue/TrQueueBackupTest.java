@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -62,7 +63,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void noBackupBelowThresholdOrWithoutSize() {
+    void shouldNotBackUpWhenBelowTheThresholdOrWithoutASize() {
         TrQueue q = open(10);
         fillAndAck(q, 9);
         assertEquals(0, q.checkBackup());
@@ -76,7 +77,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void backupAtThresholdStartsANewGeneration() throws Exception {
+    void shouldStartANewGenerationWhenBackedUpAtTheThreshold() throws Exception {
         TrQueue q = open(10);
         long gen = q.generation();
         fillAndAck(q, 10);
@@ -110,8 +111,9 @@ class TrQueueBackupTest {
         assertEquals(0, q2.topicSize());
     }
 
+    /** Yuneta's test_tr_queue1: each message acked as it is appended, the topic backed up every 1000 rows. */
     @Test
-    void soakLikeTestTrQueue1() {
+    void shouldBackUpEveryThousandRowsWhenAppendingAndAckingInALoop() {
         TrQueue q = open(1000);
         log.clear();
         for (int i = 0; i < 2500; i++) {
@@ -126,7 +128,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void refusedWhilePendingOrInFlight() {
+    void shouldRefuseTheBackupWhenAMessageIsPendingOrListed() {
         TrQueue q = open(3);
         QueueMessage a = q.append(msg(1));
         q.unload(q.append(msg(2)), 0);
@@ -142,7 +144,7 @@ class TrQueueBackupTest {
 
     /** Three segments; the first cannot be read: the load keeps what it read and says load_failed. */
     @Test
-    void failedLoadKeepsFirstRowidAndRefusesBackup() throws Exception {
+    void shouldKeepFirstRowidAndRefuseTheBackupWhenTheLoadFailed() throws Exception {
         TrQueue q = open(60);
         for (int i = 0; i < 60; i++) q.append(100 + i, msg(i), 0);
         q.load();
@@ -182,7 +184,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void backupNameTakenByAFileIsRolledBack() throws Exception {
+    void shouldRollBackWhenTheBackupNameIsTakenByAFile() throws Exception {
         TrQueue q = open(10);
         fillAndAck(q, 10);
         Files.writeString(db().resolve("T.bak"), "a file");
@@ -206,7 +208,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void newTopicNotCreatableIsRolledBack() throws Exception {
+    void shouldRollBackWhenTheNewTopicCannotBeCreated() throws Exception {
         TrQueue q = open(10);
         fillAndAck(q, 10);
         long gen = q.generation();
@@ -225,7 +227,7 @@ class TrQueueBackupTest {
 
     /** The backup fails and the topic cannot be opened again: the queue takes it again by name, quietly. */
     @Test
-    void queueWithoutTopicTakesItAgainByName() throws Exception {
+    void shouldTakeTheTopicAgainByNameWhenItOpensAgain() throws Exception {
         TrQueue q = open(10);
         for (int i = 0; i < 10; i++) q.append(100 + i, msg(i), 0);
         QueueMessage keep = q.getByRowid(10);
@@ -253,7 +255,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void eachChangeOfABrokenDescIsTriedOnce() throws Exception {
+    void shouldTryTheOpenOnceWhenABrokenDescriptorChanges() throws Exception {
         TrQueue q = open(10);
         fillAndAck(q, 10);
         Path desc = topicDir().resolve("topic_desc.json");
@@ -279,7 +281,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void keysNotListableIsTakenAgainWhenListable() throws Exception {
+    void shouldTakeTheTopicAgainWhenItsKeysBecomeListable() throws Exception {
         TrQueue q = open(10);
         fillAndAck(q, 10);
         Path keys = topicDir().resolve("keys");
@@ -297,7 +299,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void corruptMiddleSegmentIsSetAsideAndTheRestLoads() throws Exception {
+    void shouldSetAsideACorruptSegmentWhenItIsNotTheLast() throws Exception {
         TrQueue q = open(0);
         for (int i = 0; i < 60; i++) q.append(100 + i, msg(i), 0);
         q.close();
@@ -333,7 +335,7 @@ class TrQueueBackupTest {
     }
 
     @Test
-    void appendFailsCleanlyWhenTheDiskIsFull() {
+    void shouldRefuseTheAppendCleanlyWhenTheDiskIsFull() {
         TrQueue q = open(0);
         q.append(msg(1));
         ops.fail((op, p) -> op.equals("write"), "No space left on device");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.IntNode;
@@ -58,7 +59,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void freshCreateLayout() throws Exception {
+    void shouldWriteTheTimerangerLayoutWhenATopicIsCreated() throws Exception {
         TrQueue q = open(1000);
         Path t = dir.resolve("db/T");
         assertTrue(Files.isDirectory(t.resolve("keys")));
@@ -81,7 +82,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void appendAssignsContiguousRowidsAndKeepsCallerKw() {
+    void shouldAssignContiguousRowidsAndKeepTheCallersKwWhenAppending() {
         TrQueue q = open(0);
         ObjectNode kw = msg(1);
         String before = kw.toString();
@@ -110,15 +111,15 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void tmFromTkey() {
-        assertEquals(946684800L, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", 0));
-        assertEquals(946684800000L, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", TrQueue.SF_TM_MS));
-        assertEquals(0, TrQueueImpl.tmOf(kw("tm", "not a date"), "tm", 0));
-        assertEquals(0, TrQueueImpl.tmOf(Kw.create(), "tm", 0));
+    void shouldTakeTmFromTheTkeyFieldWhenItIsANumberOrADate() {
+        assertEquals(946684800L, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", 0));
+        assertEquals(946684800000L, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "tm", TrQueue.SF_TM_MS));
+        assertEquals(0, RecordJson.tmOf(kw("tm", "not a date"), "tm", 0));
+        assertEquals(0, RecordJson.tmOf(Kw.create(), "tm", 0));
         ObjectNode b = Kw.create();
         b.put("tm", true);
-        assertEquals(0, TrQueueImpl.tmOf(b, "tm", 0));
-        assertEquals(0, TrQueueImpl.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "", 0));
+        assertEquals(0, RecordJson.tmOf(b, "tm", 0));
+        assertEquals(0, RecordJson.tmOf(kw("tm", "2000-01-01T00:00:00Z"), "", 0));
     }
 
     static ObjectNode kw(String k, String v) {
@@ -128,7 +129,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void unloadIsAnAckAndCheckPendingSaysMissing() {
+    void shouldClearPendingOnDiskWhenUnloadedAndAnswerMinusOneForUnknownRows() {
         TrQueue q = open(0);
         QueueMessage m1 = q.append(946684799L, msg(1), 4);
         QueueMessage m2 = q.append(946684800L, msg(2), 0);
@@ -147,7 +148,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void hardFlagsAndSoftMarks() {
+    void shouldKeepHardFlagsOnDiskAndSoftMarksInMemoryWhenSet() {
         TrQueue q = open(0);
         QueueMessage m = q.append(100, msg(1), 0);
         assertEquals(0, q.setHardFlag(m, 2, true));
@@ -167,7 +168,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void restartLoadsPendingInOrderAndMovesFirstRowid() throws Exception {
+    void shouldLoadPendingInOrderAndMoveFirstRowidWhenReopened() throws Exception {
         TrQueue q = open(0);
         assertEquals(0, q.load());
         assertFalse(vars().has("first_rowid"), "empty topic saves no first_rowid");
@@ -203,7 +204,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void firstRowidHintTrustedWhenInRange() throws Exception {
+    void shouldStartTheLoadAtFirstRowidWhenItIsInRange() throws Exception {
         TrQueue q = open(0);
         for (int i = 1; i <= 5; i++) q.append(100 + i, msg(i), 0);
         q.close();
@@ -219,7 +220,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void loadAllAndByTime() {
+    void shouldListRowsByRowidOrTimeWhenLoadingAll() {
         TrQueue q = open(0);
         for (int i = 1; i <= 5; i++) q.append(100 + i - 1, msg(i), 0);
         q.unload(q.getByRowid(2), 0);
@@ -243,7 +244,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void metadataHelpersAndAckMatching() {
+    void shouldMatchAnAckToItsMessageWhenRowidAndGenerationAgree() {
         ObjectNode kw = Kw.create();
         assertEquals(0, TrQueue.setMetadata(kw, "a", IntNode.valueOf(1)));
         assertEquals("{\"a\":1}", TrQueue.getMetadata(kw).toString());
@@ -270,7 +271,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void secondOpenIsRefusedByTheLock() {
+    void shouldRefuseASecondOpenWhenTheTopicIsLocked() {
         TrQueue q = open(0);
         TrQueueException e = assertThrows(TrQueueException.class, () -> open(0));
         assertTrue(e.getMessage().contains("locked by another process"), e.getMessage());
@@ -279,7 +280,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void oversizeMessageRefused() {
+    void shouldRefuseTheAppendWhenTheMessageIsTooLarge() {
         TrQueue q = open(0);
         ObjectNode big = Kw.create();
         big.put("x", "y".repeat(5000));
@@ -289,7 +290,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void manySegmentsSurviveRestart() throws Exception {
+    void shouldKeepTheRowsOfEverySegmentWhenReopened() throws Exception {
         TrQueue q = open(0);
         for (int i = 1; i <= 2000; i++) assertEquals(i, q.append(i, msg(i), 0).rowid());
         for (int i = 1; i <= 2000; i += 2) q.unload(q.getByRowid(i), 0);
@@ -308,7 +309,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void tornTailIsCutAndReported() throws Exception {
+    void shouldCutAndReportATornTailWhenReopened() throws Exception {
         TrQueue q = open(0);
         for (int i = 1; i <= 3; i++) q.append(i, msg(i), 0);
         q.close();
@@ -332,7 +333,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void intervalPolicyTellsDurability() throws Exception {
+    void shouldTellListenersWhenAnIntervalCommitCoversTheAppends() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "", 0, 0, TrQueueOptions.defaults().withFsyncIntervalMs(2));
         assertEquals(FsyncPolicy.INTERVAL, q.fsyncPolicy());
         AtomicLong seen = new AtomicLong();
@@ -349,7 +350,7 @@ class TrQueueCoreTest {
     }
 
     @Test
-    void alwaysAndNonePoliciesAreDurableOnReturn() {
+    void shouldBeDurableOnReturnWhenThePolicyIsAlwaysOrNone() {
         for (FsyncPolicy p : new FsyncPolicy[] {FsyncPolicy.ALWAYS, FsyncPolicy.NONE}) {
             TrQueue q = factory.open(dir, "db", "T" + p, "", 0, 0, TrQueueOptions.defaults().withFsyncPolicy(p));
             AtomicLong seen = new AtomicLong();

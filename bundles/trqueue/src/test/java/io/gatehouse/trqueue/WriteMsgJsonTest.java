@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -30,7 +31,7 @@ class WriteMsgJsonTest {
     }
 
     @Test
-    void sameBytesAsMsgJsonSerialised() throws Exception {
+    void shouldWriteTheBytesOfMsgJsonSerialisedWhenCopyingTheStoredRecord() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
         List<String> messages = List.of(
                 "{}",
@@ -57,7 +58,7 @@ class WriteMsgJsonTest {
     }
 
     @Test
-    void unreadableWritesNothing() throws Exception {
+    void shouldWriteNothingWhenTheMessageIsNotTheQueues() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
         QueueMessage qm = q.append(0, Kw.parse("{\"a\":1}"), 0);
         q.unload(qm, 0);

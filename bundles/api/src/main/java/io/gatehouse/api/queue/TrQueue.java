@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api.queue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -6,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
+import org.osgi.annotation.versioning.ProviderType;
 
 import java.util.concurrent.Executor;
 
@@ -20,6 +22,7 @@ import java.util.concurrent.Executor;
  * appended and not yet unloaded, in rowid order. It costs one bit per row of the topic plus 4 bytes of index per
  * row; message contents stay on disk until {@link #msgJson} reads them.
  */
+@ProviderType
 public interface TrQueue extends AutoCloseable {
     /** Hard flag: the message is pending (not acked). Set by every append. */
     int MSG_PENDING = 0x0001;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api.queue;
 
 /** A queue that cannot be opened (topic locked by another process, unreadable descriptor, bad options). */

@@ -1,4 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api.queue;
+
+import org.osgi.annotation.versioning.ProviderType;
 
 import java.nio.file.Path;
 
@@ -6,6 +9,7 @@ import java.nio.file.Path;
  * Opens persistent queues (Yuneta's trq_open). Published by the trqueue bundle as a service; the same
  * implementation can be created with plain {@code new} outside OSGi.
  */
+@ProviderType
 public interface TrQueueFactory {
 
     /**

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The persistent queue contract (Yuneta's tr_queue): the store under every C_QIOGATE.
  * The trqueue bundle publishes a {@link io.gatehouse.api.queue.TrQueueFactory} service; gate bundles find it

@@ -2,7 +2,6 @@ package io.gatehouse.core.osgi;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;
-import io.gatehouse.api.GClass;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
@@ -15,9 +14,6 @@ import org.osgi.service.component.annotations.ConfigurationPolicy;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
-import org.osgi.service.component.annotations.ReferenceCardinality;
-import org.osgi.service.component.annotations.ReferencePolicy;
-import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,7 +57,6 @@ public class ConfiguredYuno {
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
-    private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
     private BundleContext context;
     private volatile YunoRuntime runtime;
     private ControlServer control;
@@ -74,35 +69,12 @@ public class ConfiguredYuno {
     private volatile String failure;
     private boolean waitingLogged;
 
-    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
-            policyOption = ReferencePolicyOption.GREEDY)
-    void addGClass(GClass gclass) {
-        GClassSpec<?> spec = gclass.spec();
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.put(spec.name(), spec);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> rebuilt = rt.gclassArrived(spec);
-            if (!rebuilt.isEmpty()) LOG.info("yuno {}: gclass {} arrived: services rebuilt {}", name, spec.name(), rebuilt);
-        } else {
-            tryStart();
-        }
-    }
+    /** The framework's gclasses (one whiteboard for every yuno). */
+    @Reference
+    private GClassTracker tracker;
 
-    void removeGClass(GClass gclass) {
-        String gname = gclass.spec().name();
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.remove(gname);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> down = rt.gclassLeft(gname);
-            if (!down.isEmpty()) LOG.info("yuno {}: gclass {} left: services destroyed until it returns {}", name, gname, down);
-        }
-    }
+    /** What this yuno hears of the tracker: the gclasses it builds from, and live upgrades while it runs. */
+    private final GClassFeed gclasses = new GClassFeed("Config Admin yuno", () -> runtime, this::tryStart);
 
     @Activate
     void activate(BundleContext ctx, Map<String, Object> properties) {
@@ -115,6 +87,7 @@ public class ConfiguredYuno {
             } catch (ConfigException e) {
                 failure = "Bad config in " + pid + ": " + e.getMessage();
                 Glog.error(null, failure);
+                tracker.listen(gclasses);   // a corrected configuration (modified) starts it with them
                 return;
             }
             needed = YunoRuntime.gclassesNamedIn(tree);
@@ -124,6 +97,7 @@ public class ConfiguredYuno {
             dataDir = (d != null && !String.valueOf(d).isBlank() ? Paths.get(String.valueOf(d).trim())
                     : Paths.get(base == null || base.isEmpty() ? "data" : base, "yunos", name)).toAbsolutePath();
         }
+        tracker.listen(gclasses);   // tells the gclasses registered so far, each trying to start the yuno
         tryStart();
     }
 
@@ -165,6 +139,7 @@ public class ConfiguredYuno {
 
     @Deactivate
     void deactivate() {
+        tracker.unlisten(gclasses);
         YunoRuntime rt;
         ControlServer cs;
         synchronized (this) {
@@ -183,10 +158,10 @@ public class ConfiguredYuno {
 
     private synchronized void tryStart() {
         if (runtime != null || failure != null || context == null || tree == null) return;
-        if (!specs.keySet().containsAll(needed)) {
+        if (!gclasses.specs().keySet().containsAll(needed)) {
             if (!waitingLogged) {
                 List<String> missing = new ArrayList<>(needed);
-                missing.removeAll(specs.keySet());
+                missing.removeAll(gclasses.specs().keySet());
                 LOG.info("yuno {} ({}) waiting for gclasses {}", name, pid, missing);
                 waitingLogged = true;
             }
@@ -195,7 +170,8 @@ public class ConfiguredYuno {
         try {
             Files.createDirectories(dataDir);
             YunoRuntime rt = YunoRuntime.builder().name(name).dataDir(dataDir)
-                    .gclasses(new ArrayList<>(specs.values())).config(tree.deepCopy()).build();
+                    .gclasses(new ArrayList<>(gclasses.specs().values())).upgradeGraceMs(tracker.graceMs())
+                    .config(tree.deepCopy()).build();
             rt.start();
             runtime = rt;
             LOG.info("yuno {} running: configuration {}, data {}", name, pid, dataDir);

@@ -23,6 +23,8 @@ import org.osgi.service.component.annotations.Reference;
         "osgi.command.function=tree",
         "osgi.command.function=gclasses",
         "osgi.command.function=hub",
+        "osgi.command.function=bundles",
+        "osgi.command.function=update",
         "osgi.command.function=yuno"
 })
 public class GateCommands {
@@ -78,6 +80,21 @@ public class GateCommands {
         StringBuilder sb = new StringBuilder();
         render(data, 0, sb);
         System.out.print(sb);
+    }
+
+    /** {@code gate:bundles}: every bundle with its version, state, gclasses and the gobjs using each. */
+    public void bundles() {
+        System.out.println(pretty(core.command("list-bundles")));
+    }
+
+    /**
+     * {@code gate:update BSN URL [rollback]}: a live upgrade of one bundle (the new revision installed and started
+     * beside the old one, then every gobj handed over); {@code rollback} allows a lower version.
+     */
+    public void update(String bsn, String url, String... options) {
+        boolean rollback = java.util.Arrays.asList(options).contains("rollback");
+        ObjectNode kw = Kw.create().put("name", bsn).put("url", url).put("rollback", rollback);
+        System.out.println(pretty(core.command("update-bundle", kw)));
     }
 
     /** {@code gate:gclasses}: the registered gclasses. */

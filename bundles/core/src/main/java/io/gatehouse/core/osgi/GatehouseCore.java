@@ -2,7 +2,6 @@ package io.gatehouse.core.osgi;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;
-import io.gatehouse.api.GClass;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.Glog;
 import io.gatehouse.core.ConfigException;
@@ -21,9 +20,6 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
-import org.osgi.service.component.annotations.ReferenceCardinality;
-import org.osgi.service.component.annotations.ReferencePolicy;
-import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,7 +52,7 @@ public class GatehouseCore {
     public static final String PROP_CONTROL_HOST = "gatehouse.control.host";
     public static final String PROP_CONTROL_TOKEN = "gatehouse.control.token";
     public static final int DEFAULT_CONTROL_PORT = 1991;
-    /** Prometheus {@code /metrics} port (default {@value #DEFAULT_METRICS_PORT}; 0 disables it). */
+    /** Prometheus {@code /metrics} and live page port (default {@value #DEFAULT_METRICS_PORT}; 0 disables both). */
     public static final String PROP_METRICS_PORT = "gatehouse.metrics.port";
     public static final String PROP_METRICS_HOST = "gatehouse.metrics.host";
     public static final int DEFAULT_METRICS_PORT = 9464;
@@ -68,7 +64,6 @@ public class GatehouseCore {
 
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
 
-    private final Map<String, GClassSpec<?>> specs = new LinkedHashMap<>();
     private BundleContext context;
     private FrameworkListener startListener;
     private SynchronousBundleListener shutdownListener;
@@ -81,36 +76,14 @@ public class GatehouseCore {
     private java.util.Set<String> needed = java.util.Set.of();
     private long graceMs;
     private volatile Thread graceTimer;
+    private BundleCommands bundleCommands;
 
-    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
-            policyOption = ReferencePolicyOption.GREEDY)
-    void addGClass(GClass gclass) {
-        GClassSpec<?> spec = gclass.spec();
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.put(spec.name(), spec);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> rebuilt = rt.gclassArrived(spec);
-            if (!rebuilt.isEmpty()) LOG.info("gclass {} arrived: services rebuilt {}", spec.name(), rebuilt);
-        } else {
-            tryStartYuno();
-        }
-    }
+    /** The framework's gclasses (one whiteboard for every yuno). */
+    @Reference
+    private GClassTracker tracker;
 
-    void removeGClass(GClass gclass) {
-        String name = gclass.spec().name();
-        YunoRuntime rt;
-        synchronized (this) {
-            specs.remove(name);
-            rt = runtime;
-        }
-        if (rt != null && !rt.isClosed()) {
-            List<String> down = rt.gclassLeft(name);
-            if (!down.isEmpty()) LOG.info("gclass {} left: services destroyed until it returns {}", name, down);
-        }
-    }
+    /** What this yuno hears of the tracker: the gclasses it builds from, and live upgrades while it runs. */
+    private final GClassFeed gclasses = new GClassFeed("yuno", () -> runtime, this::tryStartYuno);
 
     @Activate
     void activate(BundleContext ctx) {
@@ -148,6 +121,7 @@ public class GatehouseCore {
         };
         ctx.addBundleListener(shutdownListener);
         if (ctx.getBundle(0).getState() == Bundle.ACTIVE) frameworkStarted();
+        tracker.listen(gclasses);   // tells the gclasses registered so far, each trying to start the yuno
         tryStartYuno();
     }
 
@@ -174,7 +148,7 @@ public class GatehouseCore {
     private synchronized void giveUpWaiting() {
         if (runtime != null || failure != null || context == null) return;
         List<String> missing = new ArrayList<>(needed);
-        missing.removeAll(specs.keySet());
+        missing.removeAll(gclasses.specs().keySet());
         if (missing.isEmpty()) {
             tryStartYuno();
             return;
@@ -213,6 +187,7 @@ public class GatehouseCore {
 
     @Deactivate
     void deactivate() {
+        tracker.unlisten(gclasses);
         if (shutdownListener != null) {
             try {
                 context.removeBundleListener(shutdownListener);
@@ -231,6 +206,7 @@ public class GatehouseCore {
         if (t != null) t.interrupt();
         YunoRuntime rt = runtime;
         runtime = null;
+        if (bundleCommands != null) bundleCommands.close();
         if (control != null) control.close();
         if (metrics != null) metrics.close();
         if (jmx != null) jmx.close();
@@ -240,7 +216,7 @@ public class GatehouseCore {
 
     private synchronized void tryStartYuno() {
         if (runtime != null || failure != null || context == null) return;
-        if (!specs.keySet().containsAll(needed)) return;
+        if (!gclasses.specs().keySet().containsAll(needed)) return;
         String data = context.getProperty(PROP_DATA);
         String name = context.getProperty(PROP_YUNO_NAME);
         Path dataDir = Paths.get(data == null || data.isEmpty() ? "data" : data).toAbsolutePath();
@@ -249,7 +225,8 @@ public class GatehouseCore {
             YunoRuntime.Builder b = YunoRuntime.builder()
                     .name(name == null || name.isEmpty() ? yunoName() : name)
                     .dataDir(dataDir)
-                    .gclasses(new ArrayList<>(specs.values()));
+                    .gclasses(new ArrayList<>(gclasses.specs().values()))
+                    .upgradeGraceMs(tracker.graceMs());
             if (configTree != null) b.config(configTree.deepCopy());
             YunoRuntime rt = b.build();
             rt.start();
@@ -257,6 +234,8 @@ public class GatehouseCore {
             LOG.info("yuno {} running: config {}, data {}", rt.yuno().name(), context.getProperty(PROP_CONFIG), dataDir);
             startControl(rt);
             startObservability(rt);
+            bundleCommands = new BundleCommands(context, tracker, gclasses, rt);
+            bundleCommands.register();
         } catch (ConfigException e) {
             fatal("Bad config: " + e.getMessage());
         } catch (Exception e) {
@@ -279,11 +258,11 @@ public class GatehouseCore {
         if (port > 0) {
             String host = context.getProperty(PROP_METRICS_HOST);
             host = host == null || host.isEmpty() ? "127.0.0.1" : host;
-            MetricsServer ms = new MetricsServer(rt);
+            MetricsServer ms = new MetricsServer(rt, context.getProperty(PROP_CONTROL_TOKEN));
             try {
                 int bound = ms.start(host, port);
                 metrics = ms;
-                LOG.info("metrics endpoint http://{}:{}/metrics", host, bound);
+                LOG.info("metrics endpoint http://{}:{}/metrics, live view http://{}:{}/", host, bound, host, bound);
             } catch (java.io.IOException e) {
                 Glog.error(null, "Metrics endpoint not started", "error", e.getMessage());
             }
@@ -347,6 +326,13 @@ public class GatehouseCore {
         return rt.command(line);
     }
 
+    /** Runs a command with its parameters on the yuno and answers its envelope. */
+    public ObjectNode command(String command, ObjectNode kw) {
+        YunoRuntime rt = runtime;
+        if (rt == null) return Envelope.error(failure != null ? failure : "no yuno running");
+        return rt.command(command, kw);
+    }
+
     /** Runs a command line on another hub, through the portals (this yuno when {@code hub} is empty or its name). */
     public ObjectNode command(String hub, String line) {
         YunoRuntime rt = runtime;
@@ -355,7 +341,7 @@ public class GatehouseCore {
     }
 
     /** Registered gclass names. */
-    public synchronized List<String> gclassNames() {
-        return new ArrayList<>(specs.keySet());
+    public List<String> gclassNames() {
+        return tracker.gclassNames();
     }
 }

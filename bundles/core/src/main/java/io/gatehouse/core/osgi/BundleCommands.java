@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.core.osgi;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
+import io.gatehouse.core.YunoRuntime;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleException;
+import org.osgi.framework.Constants;
+import org.osgi.framework.Version;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.URL;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.jar.JarInputStream;
+import java.util.jar.Manifest;
+
+/**
+ * The yuno's bundle commands, {@code list-bundles} and {@code update-bundle}, on the control endpoint, Gogo
+ * ({@code gate:bundles}, {@code gate:update}) and the Karaf shell.
+ *
+ * <p>{@code update-bundle name=BSN url=URL [rollback=true]} is the recommended upgrade path: the new revision is
+ * installed and started beside the old one (the slow part: download, resolve, activate, class loading, while the
+ * old revision keeps serving), and once it has registered its gclasses every gobj moves to it in one core-loop
+ * task. The old revision stays installed, idle, so taking the new one away again is a rollback. Where the
+ * container has a {@code deploy/} directory the jar is put there too, so the upgrade survives a restart (FileInstall
+ * and this command install it under the same location, so it is installed once).
+ */
+final class BundleCommands {
+    private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+    /** Longest wait for a started revision to register its gclasses and take over. */
+    private static final long TAKE_OVER_TIMEOUT_MS = 60_000;
+
+    private final BundleContext context;
+    private final GClassTracker tracker;
+    private final GClassFeed feed;
+    private final YunoRuntime runtime;
+    private final Path deployDir;
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "gatehouse-update-bundle");
+        t.setDaemon(true);
+        return t;
+    });
+
+    BundleCommands(BundleContext context, GClassTracker tracker, GClassFeed feed, YunoRuntime runtime) {
+        this.context = context;
+        this.tracker = tracker;
+        this.feed = feed;
+        this.runtime = runtime;
+        this.deployDir = deployDir(context);
+    }
+
+    void register() {
+        runtime.addCommand("list-bundles", "Every bundle: symbolic_name, version, state, last_modified, the gclasses it"
+                + " provides and how many gobjs use each.", kw -> CompletableFuture.supplyAsync(this::listBundles, worker));
+        runtime.addCommand("update-bundle", "Upgrade a bundle live: name=BSN url=URL [rollback=true to go to a lower"
+                + " version]; answers the versions, the gobjs migrated, the rebuilds and the pause.",
+                kw -> CompletableFuture.supplyAsync(() -> updateBundle(kw), worker));
+        runtime.addCommand("list-upgrades", "The last live upgrades (at most " + GClassFeed.HISTORY + "): gclasses, gobjs"
+                + " migrated, services rebuilt and why, pause.", kw -> {
+                    ArrayNode a = F.arrayNode();
+                    feed.history().forEach(a::add);
+                    return CompletableFuture.completedFuture(Envelope.ok(a.size() + " upgrades", a));
+                });
+    }
+
+    void close() {
+        worker.shutdownNow();
+    }
+
+    private static Path deployDir(BundleContext ctx) {
+        for (String p : new String[] {"gatehouse.deploy.dir", "gatehouse.home", "karaf.base"}) {
+            String v = ctx.getProperty(p);
+            if (v == null || v.isBlank()) continue;
+            Path d = p.equals("gatehouse.deploy.dir") ? Paths.get(v) : Paths.get(v, "deploy");
+            if (Files.isDirectory(d)) return d.toAbsolutePath();
+        }
+        return null;
+    }
+
+    // --- list-bundles ---
+
+    ObjectNode listBundles() {
+        Map<Long, List<GClassSpec<?>>> byBundle = tracker.specsByBundle();
+        Map<String, Long> serving = tracker.servingBundles();
+        Map<GClassSpec<?>, Integer> gobjs = runtime.call(() -> {
+            Map<GClassSpec<?>, Integer> count = new IdentityHashMap<>();
+            countGobjs(runtime.yuno().root(), count);
+            return count;
+        });
+        ArrayNode out = F.arrayNode();
+        for (Bundle b : context.getBundles()) {
+            ObjectNode o = out.addObject();
+            o.put("id", b.getBundleId());
+            o.put("symbolic_name", String.valueOf(b.getSymbolicName()));
+            o.put("version", b.getVersion().toString());
+            o.put("state", stateName(b.getState()));
+            o.put("last_modified", Instant.ofEpochMilli(b.getLastModified()).toString());
+            ArrayNode gc = o.putArray("gclasses");
+            for (GClassSpec<?> s : byBundle.getOrDefault(b.getBundleId(), List.of())) {
+                ObjectNode g = gc.addObject();
+                g.put("gclass", s.name());
+                g.put("serving", Long.valueOf(b.getBundleId()).equals(serving.get(s.name())));
+                g.put("gobjs", gobjs.getOrDefault(s, 0));
+                g.put("state_version", s.stateVersion());
+            }
+        }
+        return Envelope.ok(out.size() + " bundles", out);
+    }
+
+    private static void countGobjs(GObj g, Map<GClassSpec<?>, Integer> count) {
+        count.merge(g.gclass(), 1, Integer::sum);
+        for (GObj c : g.children()) countGobjs(c, count);
+    }
+
+    private static String stateName(int s) {
+        switch (s) {
+            case Bundle.ACTIVE: return "ACTIVE";
+            case Bundle.RESOLVED: return "RESOLVED";
+            case Bundle.INSTALLED: return "INSTALLED";
+            case Bundle.STARTING: return "STARTING";
+            case Bundle.STOPPING: return "STOPPING";
+            default: return "UNINSTALLED";
+        }
+    }
+
+    // --- update-bundle ---
+
+    ObjectNode updateBundle(ObjectNode kw) {
+        String bsn = Kw.getString(kw, "name", "");
+        String url = Kw.getString(kw, "url", "");
+        boolean rollback = Kw.getBool(kw, "rollback", false);
+        if (bsn.isEmpty() || url.isEmpty()) return Envelope.error("update-bundle needs name=BSN url=URL");
+        Path jar;
+        try {
+            jar = fetch(url);
+        } catch (IOException | IllegalArgumentException e) {
+            return Envelope.error("cannot read " + url + ": " + e.getMessage());
+        }
+        try {
+            return install(bsn, jar, rollback);
+        } finally {
+            try {
+                Files.deleteIfExists(jar);
+            } catch (IOException ignored) {
+                // a temp file left in java.io.tmpdir
+            }
+        }
+    }
+
+    private ObjectNode install(String bsn, Path jar, boolean rollback) {
+        Manifest mf;
+        try (InputStream in = Files.newInputStream(jar); JarInputStream j = new JarInputStream(in)) {
+            mf = j.getManifest();
+        } catch (IOException e) {
+            return Envelope.error("not a jar: " + e.getMessage());
+        }
+        String jarBsn = mf == null ? null : mf.getMainAttributes().getValue(Constants.BUNDLE_SYMBOLICNAME);
+        if (jarBsn == null) return Envelope.error("the jar is not a bundle (no Bundle-SymbolicName)");
+        jarBsn = jarBsn.split(";")[0].trim();
+        if (!jarBsn.equals(bsn)) {
+            return Envelope.error("the jar is bundle " + jarBsn + ", not " + bsn + ": nothing changed");
+        }
+        Version version;
+        try {
+            version = Version.parseVersion(mf.getMainAttributes().getValue(Constants.BUNDLE_VERSION));
+        } catch (IllegalArgumentException e) {
+            return Envelope.error("bad Bundle-Version: " + e.getMessage());
+        }
+        Bundle current = highest(bsn);
+        if (current == null) return Envelope.error("no bundle " + bsn + " installed: install it, not update it");
+        Version old = current.getVersion();
+        int cmp = version.compareTo(old);
+        if (cmp == 0) return Envelope.error(bsn + " " + version + " is already the serving version");
+        if (cmp < 0 && !rollback) {
+            return Envelope.error(version + " is lower than the serving " + old + ": say rollback=true to go back to it");
+        }
+        Set<String> gclasses = new LinkedHashSet<>();
+        for (GClassSpec<?> s : tracker.specsByBundle().getOrDefault(current.getBundleId(), List.of())) gclasses.add(s.name());
+        LinkedBlockingQueue<ObjectNode> reports = new LinkedBlockingQueue<>();
+        Consumer<ObjectNode> watch = r -> {
+            Set<String> names = new LinkedHashSet<>();
+            r.path("gclasses").forEach(n -> names.add(n.asText()));
+            if (names.containsAll(gclasses)) reports.add(r);
+        };
+        feed.watchReports(watch);
+        Bundle installed = null;
+        Path deployed = null;
+        try {
+            if (cmp < 0) retireHigher(bsn, version);
+            Bundle existing = find(bsn, version);
+            if (existing != null) {
+                installed = existing;
+            } else {
+                String location;
+                if (deployDir != null) {
+                    deployed = deployDir.resolve(bsn + "-" + version + ".jar");
+                    Path tmp = deployDir.resolve("." + bsn + "-" + version + ".jar.part");
+                    Files.copy(jar, tmp, StandardCopyOption.REPLACE_EXISTING);
+                    Files.move(tmp, deployed, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                    location = deployed.toUri().normalize().toString();
+                } else {
+                    location = "gatehouse:update:" + bsn + ":" + version;
+                }
+                try (InputStream in = Files.newInputStream(jar)) {
+                    installed = context.installBundle(location, in);
+                }
+            }
+            try {
+                installed.start();
+            } catch (BundleException e) {
+                undo(installed, deployed);
+                return Envelope.error(bsn + " " + version + " does not start, " + old + " keeps serving: " + e.getMessage());
+            }
+            if (gclasses.isEmpty()) {
+                return Envelope.ok(bsn + " " + version + " started (it provides no gclass)", versions(bsn, old, version));
+            }
+            ObjectNode report = reports.poll(TAKE_OVER_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            if (report == null) {
+                undo(installed, deployed);
+                return Envelope.error(bsn + " " + version + " started but did not register " + gclasses + " within "
+                        + TAKE_OVER_TIMEOUT_MS + " ms: uninstalled, " + old + " keeps serving");
+            }
+            ObjectNode data = versions(bsn, old, version);
+            data.setAll(report);
+            LOG.info("update-bundle {}: {} -> {}: {}", bsn, old, version, report);
+            return Envelope.ok(bsn + " " + old + " -> " + version, data);
+        } catch (IOException | BundleException | IllegalStateException e) {
+            if (installed != null) undo(installed, deployed);
+            return Envelope.error("cannot install " + bsn + " " + version + ": " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Envelope.error("interrupted");
+        } finally {
+            feed.unwatchReports(watch);
+        }
+    }
+
+    private static ObjectNode versions(String bsn, Version old, Version now) {
+        ObjectNode d = F.objectNode();
+        d.put("symbolic_name", bsn);
+        d.put("old_version", old.toString());
+        d.put("new_version", now.toString());
+        return d;
+    }
+
+    /** A rollback: the revisions above the wanted one leave (their jars out of deploy/ too), the lower one serves. */
+    private void retireHigher(String bsn, Version wanted) throws BundleException {
+        for (Bundle b : context.getBundles()) {
+            if (bsn.equals(b.getSymbolicName()) && b.getVersion().compareTo(wanted) > 0) {
+                Path file = deployedFile(b);
+                b.uninstall();
+                if (file != null) {
+                    try {
+                        Files.deleteIfExists(file);
+                    } catch (IOException e) {
+                        LOG.warn("rollback: could not remove {} from deploy/: {}", file, e.getMessage());
+                    }
+                }
+            }
+        }
+    }
+
+    private void undo(Bundle b, Path deployed) {
+        try {
+            b.uninstall();
+        } catch (BundleException | IllegalStateException e) {
+            LOG.warn("update-bundle: could not uninstall {}: {}", b, e.getMessage());
+        }
+        if (deployed != null) {
+            try {
+                Files.deleteIfExists(deployed);
+            } catch (IOException e) {
+                LOG.warn("update-bundle: could not remove {}: {}", deployed, e.getMessage());
+            }
+        }
+    }
+
+    private Path deployedFile(Bundle b) {
+        if (deployDir == null) return null;
+        try {
+            Path p = Paths.get(URI.create(b.getLocation()));
+            return p.startsWith(deployDir) ? p : null;
+        } catch (IllegalArgumentException | java.nio.file.FileSystemNotFoundException e) {
+            return null;
+        }
+    }
+
+    private Bundle highest(String bsn) {
+        Bundle best = null;
+        for (Bundle b : context.getBundles()) {
+            if (!bsn.equals(b.getSymbolicName()) || b.getState() == Bundle.UNINSTALLED) continue;
+            if (best == null || b.getVersion().compareTo(best.getVersion()) > 0) best = b;
+        }
+        return best;
+    }
+
+    private Bundle find(String bsn, Version v) {
+        for (Bundle b : context.getBundles()) {
+            if (bsn.equals(b.getSymbolicName()) && b.getVersion().equals(v)) return b;
+        }
+        return null;
+    }
+
+    private static Path fetch(String url) throws IOException {
+        Path tmp = Files.createTempFile("gatehouse-update-", ".jar");
+        try (InputStream in = new URL(url).openStream()) {
+            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e instanceof IOException ? (IOException) e : new IOException(e.getMessage(), e);
+        }
+        return tmp;
+    }
+}

@@ -1,0 +1,571 @@
+package io.gatehouse.kafka.link;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One idempotent Kafka producer for one topic, shaped for a single-threaded event loop.
+ *
+ * <ul>
+ * <li><b>Delivery:</b> {@code enable.idempotence=true}, {@code acks=all}, at most 5 requests in flight per
+ *     connection (more would silently lose the ordering guarantee), so a record is acked only once the in-sync
+ *     replicas have it, and the broker drops the producer's own retries.</li>
+ * <li><b>Never blocks the caller:</b> {@code max.block.ms} is 0 by default, so {@link #send} returns at once: a
+ *     record whose topic metadata is missing, or that finds the buffer full, fails through its callback instead of
+ *     waiting. At most {@code maxInFlight} sends are outstanding; past that {@link #send} answers
+ *     {@link Offer#FULL} and takes nothing.</li>
+ * <li><b>Results on the caller's thread:</b> every {@link SendCallback} and every connectivity change runs on the
+ *     {@link Executor} given to the builder (the gateway's core loop), never on Kafka's I/O thread and never inside
+ *     {@link #send}. Callbacks of one partition run in the order of their sends if the executor is FIFO.</li>
+ * <li><b>Connectivity:</b> a side thread asks the cluster every {@code connectivityInterval} (an Admin
+ *     {@code describeCluster}, then the producer's partitions of the topic) and reports changes of
+ *     {@link Connectivity}: down when no broker answers within {@code connectivityTimeout}, when authentication
+ *     fails, or when the topic does not exist.</li>
+ * <li><b>Close:</b> {@link #close(Duration)} gives the producer that long to deliver what it holds; what is still
+ *     pending then fails through its callbacks.</li>
+ * </ul>
+ *
+ * A bad configuration (an unknown compression, an unresolvable bootstrap address, a SASL mechanism without a JAAS
+ * configuration) fails {@link Builder#open()} with an {@link IllegalArgumentException} that says what Kafka
+ * refused. Extra properties go to the producer and, as far as they are Admin properties (TLS, SASL), to the
+ * connectivity check, so both authenticate alike.
+ */
+public final class KafkaLink implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KafkaLink.class);
+
+    /** Properties the link owns: overriding them would break what the link promises. */
+    private static final Set<String> OWNED = Set.of(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+        ProducerConfig.ACKS_CONFIG, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG,
+        ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION,
+        ProducerConfig.TRANSACTIONAL_ID_CONFIG, ProducerConfig.BOOTSTRAP_SERVERS_CONFIG);
+
+    /** What {@link #send} did with a record. */
+    public enum Offer {
+        /** Taken: its callback will run exactly once. */
+        ACCEPTED,
+        /** Not taken: {@code maxInFlight} sends are outstanding. Try again after a callback. */
+        FULL,
+        /** Not taken: the link is closed. */
+        CLOSED
+    }
+
+    @FunctionalInterface
+    public interface SendCallback {
+        void onComplete(SendResult result);
+    }
+
+    @FunctionalInterface
+    public interface ConnectivityListener {
+        void onConnectivity(Connectivity connectivity);
+    }
+
+    private final String topic;
+    private final String bootstrapServers;
+    private final Executor executor;
+    private final ConnectivityListener listener;
+    private final int maxInFlight;
+    private final Duration connectivityTimeout;
+    private final Producer<byte[], byte[]> producer;
+    private final Admin admin;
+    private final ScheduledExecutorService watcher;
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong acked = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong refusedFull = new AtomicLong();
+    private final AtomicBoolean rejectionLogged = new AtomicBoolean();
+    private volatile Connectivity connectivity = Connectivity.down("not checked yet");
+    private Connectivity reported; // watcher thread only
+
+    private KafkaLink(Builder b) {
+        this.topic = b.topic;
+        this.bootstrapServers = b.bootstrapServers;
+        this.executor = b.executor;
+        this.listener = b.listener;
+        this.maxInFlight = b.maxInFlight;
+        this.connectivityTimeout = b.connectivityTimeout;
+
+        Map<String, Object> p = new HashMap<>(b.extra);
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, b.bootstrapServers);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, b.maxInFlightRequests);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, b.lingerMs);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, b.batchSize);
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, b.compression);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, b.maxBlockMs);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, b.clientId);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, b.deliveryTimeoutMs);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, b.requestTimeoutMs);
+
+        Map<String, Object> a = new HashMap<>();
+        for (Map.Entry<String, Object> e : b.extra.entrySet()) {
+            if (AdminClientConfig.configNames().contains(e.getKey())) {
+                a.put(e.getKey(), e.getValue());
+            }
+        }
+        a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, b.bootstrapServers);
+        a.put(AdminClientConfig.CLIENT_ID_CONFIG, b.clientId + "-check");
+        int checkMs = (int) b.connectivityTimeout.toMillis();
+        a.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, checkMs);
+        a.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, checkMs);
+
+        Producer<byte[], byte[]> prod = create("producer", () ->
+            new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()));
+        Admin adm;
+        try {
+            adm = create("admin client", () -> Admin.create(a));
+        } catch (RuntimeException e) {
+            prod.close(Duration.ZERO);
+            throw e;
+        }
+        this.producer = prod;
+        this.admin = adm;
+        this.watcher = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kafka-link-" + b.clientId);
+            t.setDaemon(true);
+            return t;
+        });
+        watcher.scheduleWithFixedDelay(this::check, 0, b.connectivityInterval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Kafka resolves the class names of its defaults and of user configs (metric reporters, SASL callback handlers,
+     * ...) with the thread context class loader when there is one. In OSGi that is whatever the calling thread
+     * carries (often a loader that cannot see Kafka), so Kafka's own loader is set for the construction; the
+     * producer's I/O thread, started inside it, inherits it. The wrapper bundle's DynamicImport-Package lets that
+     * loader reach a user class exported by another bundle.
+     */
+    private static <T> T create(String what, Supplier<T> factory) {
+        Thread t = Thread.currentThread();
+        ClassLoader previous = t.getContextClassLoader();
+        t.setContextClassLoader(KafkaProducer.class.getClassLoader());
+        try {
+            return factory.get();
+        } catch (KafkaException e) {
+            throw new IllegalArgumentException("kafka " + what + " refused its configuration: " + reasons(e), e);
+        } finally {
+            t.setContextClassLoader(previous);
+        }
+    }
+
+    /** The distinct messages along a cause chain, outermost first: Kafka's own are often "Failed to construct". */
+    static String reasons(Throwable e) {
+        Set<String> parts = new LinkedHashSet<>();
+        for (Throwable c = e; c != null && parts.size() < 6; c = c.getCause()) {
+            String m = c.getMessage();
+            parts.add(m == null || m.isBlank() ? c.getClass().getSimpleName() : m);
+            if (c.getCause() == c) {
+                break;
+            }
+        }
+        return String.join(": ", parts);
+    }
+
+    public static Builder builder(String bootstrapServers, String topic, Executor executor) {
+        return new Builder(bootstrapServers, topic, executor);
+    }
+
+    public static final class Builder {
+        private final String bootstrapServers;
+        private final String topic;
+        private final Executor executor;
+        private ConnectivityListener listener = c -> { };
+        private String clientId;
+        private int lingerMs = 5;
+        private int batchSize = 16384;
+        private String compression = "none";
+        private int maxInFlight = 1000;
+        private int maxInFlightRequests = 5;
+        private int deliveryTimeoutMs = 120_000;
+        private int requestTimeoutMs = 30_000;
+        private int maxBlockMs = 0;
+        private Duration connectivityInterval = Duration.ofSeconds(1);
+        private Duration connectivityTimeout = Duration.ofSeconds(5);
+        private final Map<String, Object> extra = new HashMap<>();
+
+        private Builder(String bootstrapServers, String topic, Executor executor) {
+            this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+            this.topic = Objects.requireNonNull(topic, "topic");
+            this.executor = Objects.requireNonNull(executor, "executor");
+            this.clientId = "gatehouse-" + topic;
+        }
+
+        /** Told every change of {@link Connectivity} (and the first result), on the executor. */
+        public Builder listener(ConnectivityListener l) {
+            this.listener = Objects.requireNonNull(l);
+            return this;
+        }
+
+        public Builder clientId(String id) {
+            this.clientId = Objects.requireNonNull(id);
+            return this;
+        }
+
+        /** {@code linger.ms} (default 5, Kafka's own since 4.0). */
+        public Builder lingerMs(int ms) {
+            this.lingerMs = ms;
+            return this;
+        }
+
+        /** {@code batch.size} in bytes (default 16384). */
+        public Builder batchSize(int bytes) {
+            this.batchSize = bytes;
+            return this;
+        }
+
+        /** {@code compression.type}: none, gzip, snappy, lz4 or zstd (default none). */
+        public Builder compression(String type) {
+            this.compression = Objects.requireNonNull(type);
+            return this;
+        }
+
+        /** Sends outstanding at most (accepted, callback not run yet); default 1000. */
+        public Builder maxInFlight(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("maxInFlight must be at least 1, not " + n);
+            }
+            this.maxInFlight = n;
+            return this;
+        }
+
+        /** {@code max.in.flight.requests.per.connection}, 1 to 5 (default 5): above 5 idempotence is lost. */
+        public Builder maxInFlightRequests(int n) {
+            if (n < 1 || n > 5) {
+                throw new IllegalArgumentException("max in-flight requests per connection must be 1..5 for an "
+                    + "idempotent producer, not " + n);
+            }
+            this.maxInFlightRequests = n;
+            return this;
+        }
+
+        /** {@code delivery.timeout.ms}: how long Kafka retries a record before its callback fails. */
+        public Builder deliveryTimeoutMs(int ms) {
+            this.deliveryTimeoutMs = ms;
+            return this;
+        }
+
+        /** {@code request.timeout.ms} (default 30000; delivery.timeout.ms must be at least it + linger.ms). */
+        public Builder requestTimeoutMs(int ms) {
+            this.requestTimeoutMs = ms;
+            return this;
+        }
+
+        /**
+         * {@code max.block.ms} (default 0: {@link #send} never waits). Anything else lets a send wait for metadata
+         * or buffer room on the caller's thread, which a core loop must not do.
+         */
+        public Builder maxBlockMs(int ms) {
+            this.maxBlockMs = ms;
+            return this;
+        }
+
+        /** How often the side thread asks the cluster (default 1 s). */
+        public Builder connectivityInterval(Duration d) {
+            this.connectivityInterval = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /** How long one check waits for a broker before reporting the cluster down (default 5 s). */
+        public Builder connectivityTimeout(Duration d) {
+            this.connectivityTimeout = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /**
+         * A Kafka client property passed through as is (TLS: {@code security.protocol}, {@code ssl.*}; SASL:
+         * {@code sasl.*}; tuning: {@code buffer.memory}, {@code retry.backoff.ms}, ...). The properties the link
+         * owns (idempotence, acks, serializers, max in-flight requests, transactions, bootstrap servers) are
+         * refused: they have builder methods or must not change. A builder method wins over the same key given
+         * here (linger.ms, batch.size, compression.type, delivery/request timeouts, max.block.ms, client.id).
+         */
+        public Builder property(String key, Object value) {
+            if (OWNED.contains(key)) {
+                throw new IllegalArgumentException(key + " is set by KafkaLink and cannot be passed through");
+            }
+            extra.put(key, Objects.requireNonNull(value, key));
+            return this;
+        }
+
+        public Builder properties(Map<String, ?> props) {
+            props.forEach(this::property);
+            return this;
+        }
+
+        /** Creates the producer and starts the connectivity checks. */
+        public KafkaLink open() {
+            return new KafkaLink(this);
+        }
+    }
+
+    /**
+     * Hands one record to the producer. Returns at once; when {@link Offer#ACCEPTED}, {@code callback} runs exactly
+     * once later on the executor with the outcome.
+     *
+     * @param key     the record key (null: Kafka spreads keyless records over the partitions)
+     * @param headers header name to value, in the map's iteration order; may be null
+     */
+    public Offer send(byte[] key, byte[] value, Map<String, byte[]> headers, SendCallback callback) {
+        Objects.requireNonNull(callback, "callback");
+        if (closed.get()) {
+            return Offer.CLOSED;
+        }
+        if (inFlight.incrementAndGet() > maxInFlight) {
+            inFlight.decrementAndGet();
+            refusedFull.incrementAndGet();
+            return Offer.FULL;
+        }
+        sent.incrementAndGet();
+        long t0 = System.nanoTime();
+        RecordHeaders hs = new RecordHeaders();
+        if (headers != null) {
+            headers.forEach(hs::add);
+        }
+        AtomicBoolean done = new AtomicBoolean();
+        try {
+            // Kafka runs the callback on its I/O thread, or right here for an error found before queueing
+            // (missing metadata with max.block.ms=0, a record too large): complete() moves both to the executor.
+            producer.send(new ProducerRecord<>(topic, null, null, key, value, hs), (md, e) -> {
+                if (done.compareAndSet(false, true)) {
+                    complete(callback, e == null ? SendResult.acked(md.partition(), md.offset(), System.nanoTime() - t0)
+                        : SendResult.failed(e, System.nanoTime() - t0));
+                }
+            });
+        } catch (RuntimeException e) {
+            // thrown rather than called back: the producer is closed or the record was refused outright
+            if (done.compareAndSet(false, true)) {
+                complete(callback, SendResult.failed(e, System.nanoTime() - t0));
+            }
+        }
+        return Offer.ACCEPTED;
+    }
+
+    private void complete(SendCallback callback, SendResult result) {
+        inFlight.decrementAndGet();
+        (result.ok() ? acked : failed).incrementAndGet();
+        dispatch(() -> callback.onComplete(result));
+    }
+
+    private void dispatch(Runnable task) {
+        try {
+            executor.execute(task);
+        } catch (RejectedExecutionException e) {
+            // The loop is shutting down: nobody is left to tell. The record stays unacked upstream, so the queue
+            // that sent it still holds it.
+            if (rejectionLogged.compareAndSet(false, true)) {
+                LOG.warn("kafka link {}: executor refused a result ({}); later ones are dropped silently", topic,
+                    e.toString());
+            }
+        }
+    }
+
+    // --- connectivity ---
+
+    private void check() {
+        Connectivity c;
+        try {
+            c = probe();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        } catch (RuntimeException e) {
+            c = Connectivity.down("connectivity check failed: " + reasons(e));
+        }
+        connectivity = c;
+        if (!c.sameAs(reported) && !closed.get()) {
+            reported = c;
+            if (c.up()) {
+                LOG.info("kafka link {}: {}", topic, c.detail());
+            } else {
+                LOG.warn("kafka link {}: down: {}", topic, c.detail());
+            }
+            Connectivity r = c;
+            dispatch(() -> listener.onConnectivity(r));
+        }
+    }
+
+    private Connectivity probe() throws InterruptedException {
+        long timeoutMs = connectivityTimeout.toMillis();
+        int brokers;
+        try {
+            brokers = admin.describeCluster(new DescribeClusterOptions().timeoutMs((int) timeoutMs)).nodes()
+                .get(timeoutMs + 1000, TimeUnit.MILLISECONDS).size();
+        } catch (ExecutionException e) {
+            return Connectivity.down(clusterProblem(e.getCause()));
+        } catch (java.util.concurrent.TimeoutException e) {
+            return Connectivity.down(unreachable());
+        }
+        // The producer learns the topic's partitions from its own metadata requests; with max.block.ms=0 each call
+        // asks for them and answers at once, so poll for a while before calling the topic missing.
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        RuntimeException last;
+        do {
+            try {
+                List<PartitionInfo> parts = producer.partitionsFor(topic);
+                if (!parts.isEmpty()) {
+                    return Connectivity.up(brokers, parts.size());
+                }
+                last = null;
+            } catch (AuthenticationException | AuthorizationException e) {
+                return Connectivity.down(clusterProblem(e));
+            } catch (RuntimeException e) {
+                last = e;
+            }
+            Thread.sleep(20);
+        } while (System.nanoTime() < deadline);
+        return Connectivity.down(topicProblem(last));
+    }
+
+    private String topicProblem(RuntimeException fromProducer) throws InterruptedException {
+        try {
+            admin.describeTopics(List.of(topic), new DescribeTopicsOptions().timeoutMs((int) connectivityTimeout
+                .toMillis())).allTopicNames().get(connectivityTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                return "topic '" + topic + "' does not exist on the cluster (and the cluster does not create it)";
+            }
+            return clusterProblem(e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            return unreachable();
+        }
+        return "topic '" + topic + "' exists but the producer has no partitions for it yet"
+            + (fromProducer == null ? "" : " (" + reasons(fromProducer) + ")");
+    }
+
+    private String clusterProblem(Throwable cause) {
+        if (cause instanceof AuthenticationException) {
+            return "authentication with " + bootstrapServers + " failed: " + reasons(cause);
+        }
+        if (cause instanceof AuthorizationException) {
+            return "not authorized on " + bootstrapServers + ": " + reasons(cause);
+        }
+        if (cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+            return unreachable();
+        }
+        return "cluster at " + bootstrapServers + " answered an error: " + reasons(cause);
+    }
+
+    private String unreachable() {
+        return "no broker of " + bootstrapServers + " answered within " + connectivityTimeout.toMillis() + " ms";
+    }
+
+    // --- state ---
+
+    /** The last connectivity seen by the side thread (any thread may read it). */
+    public Connectivity connectivity() {
+        return connectivity;
+    }
+
+    public String topic() {
+        return topic;
+    }
+
+    public int inFlight() {
+        return inFlight.get();
+    }
+
+    public int maxInFlight() {
+        return maxInFlight;
+    }
+
+    /** Counters since open: accepted sends, acked, failed, refused with {@link Offer#FULL}; in flight now. */
+    public record Stats(long sent, long acked, long failed, long refusedFull, int inFlight) {
+    }
+
+    public Stats stats() {
+        return new Stats(sent.get(), acked.get(), failed.get(), refusedFull.get(), inFlight.get());
+    }
+
+    /**
+     * A producer metric of the {@code producer-metrics} group, e.g. {@code record-send-rate},
+     * {@code request-latency-avg}, {@code record-retry-rate}, {@code record-error-rate},
+     * {@code buffer-available-bytes}; NaN if the producer has no such metric.
+     */
+    public double producerMetric(String name) {
+        for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+            MetricName n = e.getKey();
+            if (n.name().equals(name) && n.group().equals("producer-metrics")) {
+                Object v = e.getValue().metricValue();
+                return v instanceof Number ? ((Number) v).doubleValue() : Double.NaN;
+            }
+        }
+        return Double.NaN;
+    }
+
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    // --- close ---
+
+    /** {@link #close(Duration)} with 5 s. */
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(5));
+    }
+
+    /**
+     * Stops taking sends, stops the checks, and gives the producer {@code timeout} to deliver what it holds; the
+     * records still pending then fail through their callbacks. Returns within about {@code timeout} plus the
+     * length of one connectivity check in progress.
+     */
+    public void close(Duration timeout) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        watcher.shutdownNow();
+        try {
+            producer.close(timeout);
+        } finally {
+            try {
+                if (!watcher.awaitTermination(connectivityTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS)) {
+                    LOG.warn("kafka link {}: the connectivity check did not stop in time", topic);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            admin.close(Duration.ofSeconds(1));
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "KafkaLink[" + topic + " @ " + bootstrapServers + ", " + connectivity.detail() + "]";
+    }
+}

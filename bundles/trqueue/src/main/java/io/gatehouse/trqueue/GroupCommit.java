@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.trqueue;
+
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.queue.DurableListener;
+import io.gatehouse.api.queue.FsyncPolicy;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.IntSupplier;
+import java.util.function.Supplier;
+
+/**
+ * When what a queue wrote becomes durable, and who is told. With {@link FsyncPolicy#INTERVAL} the factory's flusher
+ * thread forces the topic's files once a period (one commit for every append and ack since the last one); with
+ * ALWAYS the append forces them itself; with NONE nothing is forced. Each commit moves the durable mark and tells
+ * the {@link DurableListener}s, whose calls are coalesced.
+ *
+ * <p>{@link #flushTick} runs on the flusher thread and the listeners on their executors; everything else runs on
+ * the queue's owner thread, which takes the flusher's lock through {@link #exclusive} when it swaps, backs up or
+ * closes the topic.
+ */
+final class GroupCommit {
+    /** Runs {@code tick} every {@code intervalMs} on the flusher thread. */
+    interface Scheduler {
+        ScheduledFuture<?> every(Runnable tick, long intervalMs);
+    }
+
+    private final String name;
+    private final FsyncPolicy policy;
+    /** The queue's topic, read under the lock: null while the queue has none, and after it closed. */
+    private final Supplier<Topic> topic;
+    /** Guards the topic's files against the flusher while they are forced, swapped, backed up or closed. */
+    private final Object lock = new Object();
+    private ScheduledFuture<?> flushTask;
+    /** Flag stores written (acks): a commit forces again when they moved, even without a new row. */
+    private volatile long acks;
+    private long acksForced;
+    private volatile DurableMark durable;
+    private boolean fsyncErrorSaid;
+    private final List<CoalescedListener> listeners = new CopyOnWriteArrayList<>();
+
+    /** The highest durable rowid, and the generation it belongs to. */
+    private record DurableMark(long generation, long rowid) {
+    }
+
+    /** A listener and its executor: at most one call waits on the executor, and it reads the mark when it runs. */
+    private final class CoalescedListener {
+        final DurableListener listener;
+        final Executor executor;
+        final AtomicBoolean scheduled = new AtomicBoolean();
+
+        CoalescedListener(DurableListener listener, Executor executor) {
+            this.listener = listener;
+            this.executor = executor;
+        }
+
+        void tell() {
+            if (!scheduled.compareAndSet(false, true)) return;
+            try {
+                executor.execute(() -> {
+                    scheduled.set(false);
+                    DurableMark d = durable;
+                    listener.durable(d.generation(), d.rowid());
+                });
+            } catch (RejectedExecutionException e) {
+                scheduled.set(false);
+            }
+        }
+    }
+
+    GroupCommit(String name, FsyncPolicy policy, Supplier<Topic> topic, long generation, long durableRowid) {
+        this.name = name;
+        this.policy = policy;
+        this.topic = topic;
+        this.durable = new DurableMark(generation, durableRowid);
+    }
+
+    /** Starts the flusher when the policy has one. */
+    void start(Scheduler scheduler, long intervalMs) {
+        if (policy == FsyncPolicy.INTERVAL) flushTask = scheduler.every(this::flushTick, intervalMs);
+    }
+
+    /** Stops the flusher; a tick already under way still takes the lock, and finds no topic once the queue closed. */
+    void stop() {
+        if (flushTask != null) flushTask.cancel(false);
+    }
+
+    /** Runs {@code body} while the flusher cannot touch the topic's files. */
+    void exclusive(Runnable body) {
+        synchronized (lock) {
+            body.run();
+        }
+    }
+
+    /** As {@link #exclusive(Runnable)}, answering what {@code body} answers. */
+    int exclusive(IntSupplier body) {
+        synchronized (lock) {
+            return body.getAsInt();
+        }
+    }
+
+    // --- Durable mark ---
+
+    /** A flag changed on disk (an ack): the next commit forces it. Owner thread. */
+    void flagWritten() {
+        acks++;
+    }
+
+    /**
+     * What an append of {@code rowid} makes durable under the policy. ALWAYS forces here and may throw: the record is
+     * written but its durability is not promised. INTERVAL leaves it to the flusher.
+     */
+    void appended(Topic tp, long generation, long rowid) throws IOException {
+        if (policy == FsyncPolicy.ALWAYS) {
+            tp.forceAll();
+            acksForced = acks;
+            publish(generation, rowid);
+        } else if (policy == FsyncPolicy.NONE) {
+            publish(generation, rowid);
+        }
+    }
+
+    /** Sets the mark without telling anyone: the queue knows it holds (a topic taken, a backup's force). */
+    void mark(long generation, long rowid) {
+        durable = new DurableMark(generation, rowid);
+    }
+
+    /** Everything written so far, acks included, was forced: sets the mark without telling anyone. */
+    void forced(long generation, long rowid) {
+        acksForced = acks;
+        durable = new DurableMark(generation, rowid);
+    }
+
+    /** The durable rowid of {@code generation}; 0 when the mark belongs to another one. */
+    long durableRowid(long generation) {
+        DurableMark d = durable;
+        return d.generation() == generation ? d.rowid() : 0;
+    }
+
+    void onDurable(DurableListener listener, Executor executor) {
+        listeners.add(new CoalescedListener(listener, executor == null ? Runnable::run : executor));
+    }
+
+    private void publish(long generation, long rowid) {
+        durable = new DurableMark(generation, rowid);
+        tellListeners();
+    }
+
+    private void tellListeners() {
+        for (CoalescedListener l : listeners) l.tell();
+    }
+
+    // --- Commits ---
+
+    /** The flusher thread's group commit. */
+    void flushTick() {
+        long target;
+        synchronized (lock) {
+            Topic tp = topic.get();
+            if (tp == null) return;
+            target = tp.lastRowid;
+            long a = acks;
+            DurableMark d = durable;
+            if (d.generation() == tp.generation && target == d.rowid() && a == acksForced) return;
+            try {
+                tp.forceAll();
+                fsyncErrorSaid = false;
+            } catch (IOException e) {
+                if (!fsyncErrorSaid) {
+                    fsyncErrorSaid = true;
+                    Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
+                }
+                return;
+            }
+            acksForced = a;
+            durable = new DurableMark(tp.generation, target);
+        }
+        tellListeners();
+    }
+
+    /** Forces everything written so far, on the owner thread (a clean stop). */
+    void sync() {
+        synchronized (lock) {
+            Topic tp = topic.get();
+            if (tp == null) return;
+            try {
+                tp.forceAll();
+                acksForced = acks;
+                durable = new DurableMark(tp.generation, tp.lastRowid);
+            } catch (IOException e) {
+                Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
+                return;
+            }
+        }
+        tellListeners();
+    }
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.trqueue;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.POJONode;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.queue.QueueMessage;
+import io.gatehouse.api.queue.TrQueue;
+import io.netty.buffer.ByteBuf;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.function.LongFunction;
+
+import static io.gatehouse.api.queue.TrQueue.MD_TRQ;
+import static io.gatehouse.api.queue.TrQueue.MSG_GEN;
+import static io.gatehouse.api.queue.TrQueue.MSG_ROWID;
+import static io.gatehouse.api.queue.TrQueue.MSG_T;
+
+/**
+ * A record's JSON, both ways. An append stores the compact JSON of its kw, encoded into a reused byte array so the
+ * append path allocates nothing per message, and its {@code tm} read from the kw. A read gives back the stored
+ * object plus {@code __md_trq__}; an ack names a message through that same {@code __md_trq__}.
+ */
+final class RecordJson {
+    private final Bytes out = new Bytes();
+
+    /** The growing array the generator writes into. */
+    private static final class Bytes extends OutputStream {
+        byte[] buf = new byte[4096];
+        int len;
+
+        @Override
+        public void write(int b) {
+            if (len == buf.length) buf = Arrays.copyOf(buf, len * 2);
+            buf[len++] = (byte) b;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int n) {
+            if (len + n > buf.length) buf = Arrays.copyOf(buf, Math.max(buf.length * 2, len + n));
+            System.arraycopy(b, off, buf, len, n);
+            len += n;
+        }
+    }
+
+    // --- Append ---
+
+    /** Encodes {@code kw} as compact JSON into {@link #bytes()}; answers its length. */
+    int encode(ObjectNode kw) throws IOException {
+        out.len = 0;
+        JsonNode n = hasRefs(kw) ? Kw.withoutRefs(kw) : kw;
+        try (JsonGenerator g = Kw.MAPPER.getFactory().createGenerator(out)) {
+            Kw.MAPPER.writeTree(g, n);
+        }
+        return out.len;
+    }
+
+    /** The bytes of the last {@link #encode}; the array is reused by the next one. */
+    byte[] bytes() {
+        return out.buf;
+    }
+
+    private static boolean hasRefs(JsonNode n) {
+        if (n instanceof POJONode) return true;
+        if (n.isContainerNode()) {
+            Iterator<JsonNode> it = n.elements();
+            while (it.hasNext()) if (hasRefs(it.next())) return true;
+        }
+        return false;
+    }
+
+    /** The message time of {@code kw}: its {@code tkey} field, a number or a date; 0 when there is none. */
+    static long tmOf(ObjectNode kw, String tkey, int sf) {
+        if (tkey == null || tkey.isEmpty()) return 0;
+        JsonNode n = kw.get(tkey);
+        if (n == null) return 0;
+        if (n.isIntegralNumber()) return n.asLong();
+        if (!n.isTextual()) return 0;
+        String s = n.asText().trim();
+        long sec;
+        try {
+            sec = Instant.parse(s).getEpochSecond();
+        } catch (RuntimeException e1) {
+            try {
+                sec = OffsetDateTime.parse(s).toEpochSecond();
+            } catch (RuntimeException e2) {
+                try {
+                    sec = LocalDateTime.parse(s).toEpochSecond(ZoneOffset.UTC);
+                } catch (RuntimeException e3) {
+                    try {
+                        sec = LocalDate.parse(s).atStartOfDay().toEpochSecond(ZoneOffset.UTC);
+                    } catch (RuntimeException e4) {
+                        return 0;
+                    }
+                }
+            }
+        }
+        return (sf & TrQueue.SF_TM_MS) != 0 ? sec * 1000 : sec;
+    }
+
+    // --- Read ---
+
+    /** The stored object of {@code m} plus its {@code __md_trq__}; null when {@code stored} is not a JSON object. */
+    static ObjectNode parse(byte[] stored, QueueMessageImpl m) {
+        ObjectNode kw = null;
+        if (stored != null) {
+            try {
+                JsonNode n = Kw.MAPPER.readTree(stored);
+                if (n instanceof ObjectNode) kw = (ObjectNode) n;
+            } catch (IOException e) {
+                kw = null;
+            }
+        }
+        if (kw == null) return null;
+        ObjectNode md = kw.putObject(MD_TRQ);
+        md.put(MSG_ROWID, m.rowid);
+        md.put(MSG_T, m.t);
+        md.put(MSG_GEN, m.generation);
+        return kw;
+    }
+
+    /** The top-level key {@link #parse} adds; a record that already holds it (anywhere) takes the parsing path. */
+    private static final byte[] MD_KEY = ("\"" + MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * Writes what serialising {@link #parse} would write, without the two passes per message: the stored record
+     * {@code p} is the compact JSON of an object, written by {@link #encode} and checked by its CRC, so its bytes
+     * are copied as they are, with {@code __md_trq__} appended inside the closing brace. False, with nothing
+     * written, when the bytes cannot be copied so (absent, not an object, or holding the key already).
+     */
+    static boolean write(byte[] p, QueueMessageImpl m, ByteBuf out) {
+        if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
+            return false;
+        }
+        out.writeBytes(p, 0, p.length - 1);
+        if (p.length > 2) out.writeByte(',');
+        out.writeCharSequence("\"" + MD_TRQ + "\":{\"" + MSG_ROWID + "\":" + m.rowid + ",\"" + MSG_T + "\":" + m.t
+                + ",\"" + MSG_GEN + "\":" + m.generation + "}}", StandardCharsets.US_ASCII);
+        return true;
+    }
+
+    private static int indexOf(byte[] a, byte[] key) {
+        outer:
+        for (int i = 0; i <= a.length - key.length; i++) {
+            for (int j = 0; j < key.length; j++) {
+                if (a[i + j] != key[j]) continue outer;
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    /** {@link TrQueue#msgMetadata}: the message's fields, and the record's from its segment {@code s} when known. */
+    static ObjectNode metadata(QueueMessageImpl m, Segment s) {
+        ObjectNode md = Kw.create();
+        md.put("rowid", m.rowid);
+        md.put("generation", m.generation);
+        md.put("t", m.t);
+        md.put("tm", m.tm);
+        if (s != null) {
+            int off = s.offset(m.rowid);
+            md.put("user_flag", s.flag(off));
+            md.put("system_flag", s.sysFlag(off));
+            md.put("segment", s.path.getFileName().toString());
+            md.put("offset", off);
+            md.put("size", s.frameLen(off) - Segment.REC_HEADER);
+        }
+        return md;
+    }
+
+    // --- Ack ---
+
+    /**
+     * {@link TrQueue#matchAck}: the listed message ({@code listed} answers it by rowid) that {@code ack} names in
+     * {@code generation}, or null.
+     */
+    static QueueMessage matchAck(ObjectNode ack, long generation, LongFunction<QueueMessage> listed) {
+        if (ack == null) return null;
+        ObjectNode md = TrQueue.getMetadata(ack);
+        JsonNode src = md != null ? md : ack;
+        long rowid = src.path(MSG_ROWID).asLong(0);
+        if (rowid <= 0) return null;
+        JsonNode g = src.get(MSG_GEN);
+        if (g != null && g.asLong() != generation) return null;
+        QueueMessage m = listed.apply(rowid);
+        if (m == null) return null;
+        JsonNode t = src.get(MSG_T);
+        if (t != null && t.asLong() != m.t()) return null;
+        return m;
+    }
+}

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.ops4j.pax.exam.CoreOptions.frameworkProperty;
+import static org.ops4j.pax.exam.CoreOptions.mavenBundle;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.jar.JarInputStream;
+
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerClass;
+
+/**
+ * Live upgrade under load: the demo pipeline (input → C_RELAY → C_MQIOGATE → two C_QIOGATE → TCP4H), fed at a steady
+ * rate by a producer speaking the queue protocol, delivering to two acking sinks outside the gateway. While the
+ * messages flow, every gclass bundle is upgraded to a new version of itself (the same classes, a higher
+ * Bundle-Version, made here) and rolled back, by both paths:
+ * <ol>
+ *   <li>{@code update-bundle name=BSN url=...} (the new revision started beside the old one, then the takeover);</li>
+ *   <li>{@code update-bundle ... rollback=true} back to the original jar;</li>
+ *   <li>a jar of a higher version dropped into {@code deploy/} (FileInstall installs it beside the old one);</li>
+ *   <li>that jar taken out of {@code deploy/} again (a rollback: the gobjs move back to the revision that remains);</li>
+ *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists, so
+ *       the gobjs wait suspended, their input held, while the framework works.</li>
+ * </ol>
+ * Then: every message reached a sink, none twice, the producer lost no connection and neither sink was connected
+ * to twice (no connection closed), no service was rebuilt. Each swap's pause (the core-loop task of the handover)
+ * and the longest gap at the sinks around it are printed; docs/OPERATIONS.md has the figures.
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerClass.class)
+public class LiveUpgradeUnderLoadIT extends ITSupport {
+    // The class is loaded twice (driver and framework) in one JVM: values pass as system properties.
+    private static final String PORTS = "gatehouse.itests.liveupgrade.ports";
+    private static final String DEPLOY = "gatehouse.itests.liveupgrade.deploy";
+    private static final String JARS = "gatehouse.itests.liveupgrade.jars";
+    static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 20_000);
+    /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
+    static final List<String> BUNDLES = List.of(System.getProperty("gatehouse.itests.liveupgrade.bundles",
+        "tcp,tcp4h,channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http").split(","));
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Services of the demo config that the sinks of this test replace. */
+    private static final Set<String> DEMO_SINKS = Set.of("__sink0_side__", "sink0", "__sink1_side__", "sink1");
+
+    @Configuration
+    public Option[] config() {
+        int[] p = freePorts(4); // control, input, sink0, sink1
+        System.setProperty(PORTS, p[0] + "," + p[1] + "," + p[2] + "," + p[3]);
+        Path dir = newTestDir("liveupgrade");
+        Path deploy = dir.resolve("deploy");
+        try {
+            Files.createDirectories(deploy);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        System.setProperty(DEPLOY, deploy.toString());
+        // The upgraded jars: every bundle under two higher versions (made here, on the driver's class path).
+        Path jars = dir.resolve("jars");
+        try {
+            Files.createDirectories(jars);
+            for (String b : BUNDLES) {
+                Path original = bundleFile(b).toPath();
+                Files.copy(io.gatehouse.testkit.BundleJars.bumped(original, jars, 1), jars.resolve(b + "-up.jar"));
+                Files.copy(io.gatehouse.testkit.BundleJars.bumped(original, jars, 2), jars.resolve(b + "-deploy.jar"));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        System.setProperty(JARS, jars.toString());
+        Path config = pipelineConfig(dir, p[1], p[2], p[3]);
+        return options(base(), allGatehouseBundles(),
+            mavenBundle("org.apache.felix", "org.apache.felix.fileinstall").versionAsInProject(),
+            frameworkProperty("felix.fileinstall.dir").value(deploy.toString()),
+            frameworkProperty("felix.fileinstall.poll").value("100"),
+            frameworkProperty("felix.fileinstall.noInitialDelay").value("true"),
+            frameworkProperty("gatehouse.deploy.dir").value(deploy.toString()),
+            frameworkProperty("gatehouse.config").value(config.toString()),
+            frameworkProperty("gatehouse.data").value(dir.resolve("data").toString()),
+            frameworkProperty("gatehouse.control.port").value(String.valueOf(p[0])),
+            frameworkProperty("gatehouse.metrics.port").value("0"));
+    }
+
+    /** The demo config with its port variables set and its sinks left out: the outputs go to this test's sinks. */
+    static Path pipelineConfig(Path dir, int input, int sink0, int sink1) {
+        try {
+            ObjectNode cfg = (ObjectNode) JSON.readTree(Files.readString(Path.of(System.getProperty(
+                "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
+            ObjectNode vars = (ObjectNode) cfg.get("__json_config_variables__");
+            vars.put("__input_port__", String.valueOf(input));
+            vars.put("__sink0_port__", String.valueOf(sink0));
+            vars.put("__sink1_port__", String.valueOf(sink1));
+            vars.put("__http_port__", String.valueOf(freePorts(1)[0]));   // never the demo's fixed HTTP port
+            ArrayNode kept = JSON.createArrayNode();
+            for (JsonNode s : cfg.get("services")) {
+                if (!DEMO_SINKS.contains(s.path("name").asText())) kept.add(s);
+            }
+            cfg.set("services", kept);
+            Path out = dir.resolve("pipeline.json");
+            Files.writeString(out, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(cfg));
+            return out;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static int port(int i) {
+        return Integer.parseInt(System.getProperty(PORTS).split(",")[i]);
+    }
+
+    private static JsonNode cmd(String line) {
+        String[] answer = new String[1];
+        await("an answer to '" + line + "'", 120_000, () -> (answer[0] = ControlLink.tryCommand(port(0), line)) != null);
+        try {
+            return JSON.readTree(answer[0]);
+        } catch (IOException e) {
+            throw new AssertionError("not JSON: " + answer[0], e);
+        }
+    }
+
+    /** One swap done: what, how, how long, and what the gateway said. */
+    private static final class Swap {
+        final String bundle;
+        final String how;
+        final long startNanos;
+        long endNanos;
+        double pauseMs = -1;
+        int migrated = -1;
+        String rebuilt = "";
+
+        Swap(String bundle, String how) {
+            this.bundle = bundle;
+            this.how = how;
+            this.startNanos = System.nanoTime();
+        }
+    }
+
+    @Test
+    public void shouldUpgradeAndRollBackEveryBundleUnderLoadLosingNothingClosingNothing() throws Exception {
+        await("the pipeline yuno", 60_000, () -> {
+            String s = ControlLink.tryCommand(port(0), "list-services");
+            return s != null && s.contains("\"relay\"") && !s.contains("waiting");
+        });
+        Path deploy = Path.of(System.getProperty(DEPLOY));
+        Path jars = Path.of(System.getProperty(JARS));
+        List<Swap> swaps = new ArrayList<>();
+        try (AckingSink sink0 = new AckingSink(port(2), 4_000_000); AckingSink sink1 = new AckingSink(port(3), 4_000_000)) {
+            await("the outputs connected to the sinks", 30_000,
+                () -> sink0.connectionsAccepted() == 1 && sink1.connectionsAccepted() == 1);
+            try (PacedProducer producer = new PacedProducer(port(1), RATE, 20_000).start()) {
+                await("the flow started", 30_000, () -> sink0.received() + sink1.received() > RATE);
+                for (String b : BUNDLES) {
+                    String bsn = GROUP + "." + b;
+                    File original = bundleFile(b);
+                    Path up = jars.resolve(b + "-up.jar");
+                    Path deployed = jars.resolve(b + "-deploy.jar");
+                    swaps.add(updateBundle(bsn, up.toUri().toString(), false, "update-bundle"));
+                    swaps.add(updateBundle(bsn, original.toURI().toString(), true, "rollback"));
+                    swaps.add(dropIntoDeploy(bsn, deployed, deploy));
+                    swaps.add(removeFromDeploy(bsn, deployed, deploy));
+                    swaps.add(frameworkUpdate(bsn, original));
+                    Thread.sleep(200);
+                }
+                producer.stop();
+                await("every message acked", 120_000, producer::allAcked);
+                int sent = producer.sent();
+                await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent);
+                Thread.sleep(500);
+
+                StringBuilder report = new StringBuilder();
+                report.append(String.format("LiveUpgradeUnderLoadIT: %d messages at %d msgs/s; producer: %d acked, %d acked"
+                    + " twice, %d nacks, %d connections lost; sinks: %d + %d distinct, %d duplicates, connections %d + %d%n",
+                    sent, RATE, producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
+                    sink0.distinct(), sink1.distinct(), sink0.duplicates() + sink1.duplicates(),
+                    sink0.connectionsAccepted(), sink1.connectionsAccepted()));
+                report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  rebuilt\n");
+                for (Swap s : swaps) {
+                    double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
+                        sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
+                    report.append(String.format("  %-10s %-14s %9.0f %6d %9.2f %28.1f  %s%n", s.bundle, s.how,
+                        (s.endNanos - s.startNanos) / 1e6, s.migrated, s.pauseMs, gap, s.rebuilt));
+                }
+                System.out.print(report);
+
+                int lost = 0;
+                for (int i = 0; i < sent; i++) if (!sink0.has(i) && !sink1.has(i)) lost++;
+                assertEquals("lost\n" + report, 0, lost);
+                assertEquals("duplicates at the sinks\n" + report, 0, sink0.duplicates() + sink1.duplicates());
+                assertEquals("connections the producer lost\n" + report, 0, producer.lostConnections());
+                assertEquals("connections to sink0\n" + report, 1, sink0.connectionsAccepted());
+                assertEquals("connections to sink1\n" + report, 1, sink1.connectionsAccepted());
+                for (Swap s : swaps) {
+                    assertTrue(s.bundle + " " + s.how + " rebuilt services: " + s.rebuilt + "\n" + report, s.rebuilt.isEmpty());
+                }
+            }
+        }
+    }
+
+    private Swap updateBundle(String bsn, String url, boolean rollback, String how) {
+        Swap s = new Swap(bsn.substring(GROUP.length() + 1), how);
+        JsonNode a = cmd("update-bundle name=" + bsn + " url=" + url + (rollback ? " rollback=true" : ""));
+        s.endNanos = System.nanoTime();
+        assertEquals(how + " of " + bsn + ": " + a, 0, a.path("result").asInt());
+        JsonNode d = a.path("data");
+        s.pauseMs = d.path("pause_ms").asDouble(-1);
+        s.migrated = d.path("gobjs_migrated").asInt(-1);
+        s.rebuilt = d.path("rebuilt").isArray() && d.path("rebuilt").size() > 0 ? d.path("rebuilt").toString() : "";
+        return s;
+    }
+
+    /** FileInstall installs the jar beside the serving revision; done when it serves (or, without gclasses, runs). */
+    private Swap dropIntoDeploy(String bsn, Path jar, Path deploy) throws IOException {
+        Swap s = new Swap(bsn.substring(GROUP.length() + 1), "deploy/ in");
+        int before = upgrades();
+        Path tmp = deploy.resolve("." + jar.getFileName() + ".part");
+        Files.copy(jar, tmp, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(tmp, deploy.resolve(jar.getFileName()), StandardCopyOption.ATOMIC_MOVE);
+        String version = versionOf(jar);
+        await(bsn + " " + version + " serving from deploy/", 60_000, () -> servesOrRuns(bsn, version));
+        s.endNanos = System.nanoTime();
+        lastUpgrade(s, before);
+        return s;
+    }
+
+    private Swap removeFromDeploy(String bsn, Path jar, Path deploy) throws IOException {
+        Swap s = new Swap(bsn.substring(GROUP.length() + 1), "deploy/ out");
+        int before = upgrades();
+        String version = versionOf(jar);
+        Files.delete(deploy.resolve(jar.getFileName()));
+        await(bsn + " " + version + " gone after its jar left deploy/", 60_000, () -> !installed(bsn, version));
+        s.endNanos = System.nanoTime();
+        lastUpgrade(s, before);
+        return s;
+    }
+
+    /** The framework path: the same bundle updated in place from its jar. */
+    private Swap frameworkUpdate(String bsn, File jar) throws Exception {
+        Swap s = new Swap(bsn.substring(GROUP.length() + 1), "Bundle.update");
+        int before = upgrades();
+        org.osgi.framework.Bundle b = installedBundle(bsn);
+        try (InputStream in = Files.newInputStream(jar.toPath())) {
+            b.update(in);
+        }
+        await(bsn + " ACTIVE again", 60_000, () -> b.getState() == org.osgi.framework.Bundle.ACTIVE);
+        await(bsn + " serving again", 60_000, () -> servesOrRuns(bsn, b.getVersion().toString()));
+        s.endNanos = System.nanoTime();
+        lastUpgrade(s, before);
+        return s;
+    }
+
+    private static int upgrades() {
+        return cmd("list-upgrades").path("data").size();
+    }
+
+    /** The report of the upgrade the swap caused, if it caused one (a bundle without gobjs causes none). */
+    private static void lastUpgrade(Swap s, int before) {
+        JsonNode all = cmd("list-upgrades").path("data");
+        if (all.size() <= before && all.size() < 50) return;
+        JsonNode r = all.get(all.size() - 1);
+        s.pauseMs = r.path("pause_ms").asDouble(-1);
+        s.migrated = r.path("gobjs_migrated").asInt(-1);
+        s.rebuilt = r.path("rebuilt").size() > 0 ? r.path("rebuilt").toString() : "";
+    }
+
+    private static boolean servesOrRuns(String bsn, String version) {
+        for (JsonNode b : cmd("list-bundles").path("data")) {
+            if (!bsn.equals(b.path("symbolic_name").asText()) || !version.equals(b.path("version").asText())) continue;
+            if (!"ACTIVE".equals(b.path("state").asText())) return false;
+            JsonNode g = b.path("gclasses");
+            if (g.size() == 0) return true;
+            for (JsonNode x : g) if (!x.path("serving").asBoolean()) return false;
+            return true;
+        }
+        return false;
+    }
+
+    private static boolean installed(String bsn, String version) {
+        for (JsonNode b : cmd("list-bundles").path("data")) {
+            if (bsn.equals(b.path("symbolic_name").asText()) && version.equals(b.path("version").asText())) return true;
+        }
+        return false;
+    }
+
+    private static String versionOf(Path jar) throws IOException {
+        try (InputStream in = Files.newInputStream(jar); JarInputStream j = new JarInputStream(in)) {
+            return j.getManifest().getMainAttributes().getValue("Bundle-Version");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.testkit;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Envelope;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.St;
+import io.gatehouse.api.queue.TrQueue;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A stand-in for the C_IOGATE under a C_QIOGATE (gclass C_FAKE_BOTTOM): records what is sent to it, and lets the
+ * test publish EV_ON_OPEN, EV_ON_CLOSE and acks to its subscriber (the gate above). Optionally acks by itself.
+ */
+public final class FakeBottom implements GObjBehavior {
+    public static final String GCLASS = "C_FAKE_BOTTOM";
+
+    public static final GClassSpec<FakeBottom> SPEC = GClassSpec.builder(GCLASS, FakeBottom.class)
+            .description("test bottom")
+            .fsm(Fsm.<FakeBottom>builder()
+                    .state(St.ST_IDLE)
+                    .on(Ev.EV_SEND_MESSAGE, FakeBottom::acSend)
+                    .ignore(Ev.EV_DROP)
+                    .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
+                    .build())
+            .factory(FakeBottom::new)
+            .build();
+
+    private final GObj gobj;
+    private final List<ObjectNode> sent = new ArrayList<>();
+    /** Ack every message with this result (on a later turn of the loop); null = no automatic ack. */
+    public volatile Integer autoAck;
+    public volatile int answer;
+
+    private FakeBottom(GObj gobj) {
+        this.gobj = gobj;
+    }
+
+    public GObj gobj() {
+        return gobj;
+    }
+
+    private int acSend(String ev, ObjectNode kw, GObj src) {
+        ByteBuf b = Kw.takeGbuffer(kw);
+        ObjectNode msg;
+        try {
+            msg = b == null ? Kw.withoutRefs(kw) : Kw.parse(b);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } finally {
+            if (b != null) b.release();
+        }
+        synchronized (sent) {
+            sent.add(msg);
+            sent.notifyAll();
+        }
+        Integer r = autoAck;
+        if (r != null) {
+            ObjectNode ack = TrQueue.answer(msg, r);
+            gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
+        }
+        return answer;
+    }
+
+    public List<ObjectNode> sent() {
+        synchronized (sent) {
+            return new ArrayList<>(sent);
+        }
+    }
+
+    public List<Long> sentRowids() {
+        List<Long> out = new ArrayList<>();
+        for (ObjectNode m : sent()) out.add(m.path("__md_trq__").path("__msg_rowid__").asLong());
+        return out;
+    }
+
+    public void clear() {
+        synchronized (sent) {
+            sent.clear();
+        }
+    }
+
+    public boolean awaitSent(int n, long timeoutMs) {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        synchronized (sent) {
+            while (sent.size() < n) {
+                long left = deadline - System.currentTimeMillis();
+                if (left <= 0) return false;
+                try {
+                    sent.wait(left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    // --- Called on the core thread by tests ---
+
+    public void open() {
+        gobj.publish(Ev.EV_ON_OPEN, Kw.create());
+    }
+
+    public void close() {
+        gobj.publish(Ev.EV_ON_CLOSE, Kw.create());
+    }
+
+    /** Acks a message received: its __md_trq__ echoed with result. */
+    public int ack(ObjectNode msg, int result) {
+        return ackJson(Kw.toJson(TrQueue.answer(msg, result)));
+    }
+
+    public int ackJson(String json) {
+        ByteBuf b = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
+        return gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
+    }
+
+    @Override
+    public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        ObjectNode d = Kw.create();
+        d.put("txMsgs", sent().size());
+        d.put("rxMsgs", 0);
+        return Envelope.ok(d);
+    }
+}
