@@ -2,13 +2,19 @@
 package io.gatehouse.relay;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 
 import java.io.IOException;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.Map;
@@ -29,6 +35,10 @@ import java.util.Map;
  * byte-identical when it is {@link #simple} (flat; strings without escapes, ASCII; integers; no {@code result} key
  * and no key twice). Other metadata is parsed alone ({@link #parsed}), a few bytes instead of the message.
  *
+ * <p>{@link #tree} builds the dict of a message the scan checked (for an output that stores it), with the nodes
+ * Jackson's tree has (the same classes and values, the last of a key given twice in the first one's place), without
+ * Jackson's parser and contexts per message.
+ *
  * <p>One per relay, used on the core loop only; the bytes of the last scan are kept in a scratch array until the
  * next scan (arrays above {@value #KEEP} bytes are not kept).
  */
@@ -46,6 +56,9 @@ final class MdTrq {
     static final int MAX_BYTES = 16 * 1024 * 1024;
     private static final int MAX_MD_KEYS = 16;
     private static final int MAX_NUMBER = 100;
+    /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
+    private static final int MAX_NAME = 50_000;
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
     private static final byte[] MD_KEY = ascii("\"" + Kw.MD_TRQ + "\"");
     private static final byte[] RESULT_KEY = ascii("\"" + Kw.RESULT + "\"");
@@ -193,6 +206,117 @@ final class MdTrq {
         return true;
     }
 
+    /**
+     * After {@link #FOUND} or {@link #NONE}: the message as a dict, built from the bytes the scan checked (so it
+     * reads them without checking them again).
+     */
+    ObjectNode tree() {
+        pos = ws(0);
+        return (ObjectNode) node();
+    }
+
+    private int pos;
+
+    private JsonNode node() {
+        byte c = a[pos];
+        switch (c) {
+            case '{': {
+                ObjectNode o = F.objectNode();
+                pos = ws(pos + 1);
+                if (a[pos] == '}') {
+                    pos++;
+                    return o;
+                }
+                while (true) {
+                    String k = text(pos);
+                    pos = ws(ws(pos) + 1);   // the colon
+                    o.set(k, node());        // a key given twice: the last value, in the first one's place
+                    pos = ws(pos);
+                    if (a[pos++] == '}') return o;
+                    pos = ws(pos);           // after the comma
+                }
+            }
+            case '[': {
+                ArrayNode arr = F.arrayNode();
+                pos = ws(pos + 1);
+                if (a[pos] == ']') {
+                    pos++;
+                    return arr;
+                }
+                while (true) {
+                    arr.add(node());
+                    pos = ws(pos);
+                    if (a[pos++] == ']') return arr;
+                    pos = ws(pos);
+                }
+            }
+            case '"': return TextNode.valueOf(text(pos));
+            case 't': pos += 4; return BooleanNode.TRUE;
+            case 'f': pos += 5; return BooleanNode.FALSE;
+            case 'n': pos += 4; return NullNode.instance;
+            default: return numberNode();
+        }
+    }
+
+    /** The string token at {@code i}, decoded; {@link #pos} moves after it. */
+    private String text(int i) {
+        int from = i + 1;
+        int k = from;
+        while (a[k] != '"' && a[k] != '\\') k++;
+        if (a[k] == '"') {
+            pos = k + 1;
+            return new String(a, from, k - from, StandardCharsets.UTF_8);
+        }
+        StringBuilder sb = new StringBuilder(k - from + 16);
+        sb.append(new String(a, from, k - from, StandardCharsets.UTF_8));
+        while (true) {
+            int run = k;
+            while (a[k] != '"' && a[k] != '\\') k++;
+            if (k > run) sb.append(new String(a, run, k - run, StandardCharsets.UTF_8));
+            if (a[k] == '"') {
+                pos = k + 1;
+                return sb.toString();
+            }
+            byte e = a[k + 1];
+            switch (e) {
+                case 'b': sb.append('\b'); break;
+                case 'f': sb.append('\f'); break;
+                case 'n': sb.append('\n'); break;
+                case 'r': sb.append('\r'); break;
+                case 't': sb.append('\t'); break;
+                case 'u': sb.append((char) Integer.parseInt(new String(a, k + 2, 4, StandardCharsets.US_ASCII), 16)); k += 4; break;
+                default: sb.append((char) e);   // " \\ /
+            }
+            k += 2;
+        }
+    }
+
+    /** A number node as Jackson makes it: int, long, BigInteger for an integer by its size; double otherwise. */
+    private JsonNode numberNode() {
+        int from = pos;
+        int k = from;
+        boolean integral = true;
+        while (k < n) {
+            byte c = a[k];
+            if (c == '.' || c == 'e' || c == 'E') {
+                integral = false;
+            } else if (!(c == '-' || c == '+' || isDigit(c))) {
+                break;
+            }
+            k++;
+        }
+        pos = k;
+        String t = new String(a, from, k - from, StandardCharsets.US_ASCII);
+        if (!integral) return F.numberNode(Double.parseDouble(t));
+        int digits = k - from - (a[from] == '-' ? 1 : 0);
+        if (digits <= 18) {
+            long v = Long.parseLong(t);
+            return v == (int) v ? F.numberNode((int) v) : F.numberNode(v);
+        }
+        BigInteger b = new BigInteger(t);
+        return b.bitLength() <= 63 ? F.numberNode(b.longValue()) : F.numberNode(b);
+    }
+
     // --- The walk: each method takes the index of a token's first byte, answers the index after it, or -1 ---
 
     private int topObject(int i) {
@@ -201,7 +325,7 @@ final class MdTrq {
         while (true) {
             if (i >= n || a[i] != '"') return -1;
             int ks = i;
-            i = string(i);
+            i = key(i);
             if (i < 0) return -1;
             boolean md = equalsAt(ks, i, MD_KEY);
             i = ws(i);
@@ -237,7 +361,7 @@ final class MdTrq {
         while (true) {
             if (i >= n || a[i] != '"') return -1;
             int ks = i;
-            i = string(i);
+            i = key(i);
             if (i < 0) return -1;
             if (simple) simple = simpleKey(ks, i);
             i = ws(i);
@@ -311,7 +435,7 @@ final class MdTrq {
         if (i < n && a[i] == '}') return i + 1;
         while (true) {
             if (i >= n || a[i] != '"') return -1;
-            i = string(i);
+            i = key(i);
             if (i < 0) return -1;
             i = ws(i);
             if (i >= n || a[i] != ':') return -1;
@@ -342,6 +466,12 @@ final class MdTrq {
                 return a[i] == ']' ? i + 1 : -1;
             }
         }
+    }
+
+    /** A field name: a string, not longer than Jackson takes. */
+    private int key(int i) {
+        int end = string(i);
+        return end - i > MAX_NAME ? -1 : end;
     }
 
     /** A string token: escapes as JSON has them, no control character, valid UTF-8. */

@@ -111,7 +111,7 @@ public final class Relay implements GObjBehavior {
     private static final byte[] MD_TRQ_BYTES = Kw.MD_TRQ.getBytes(StandardCharsets.US_ASCII);
 
     private final GObj gobj;
-    /** Reads the metadata of the messages forwarded as they came, without a tree (core loop only). */
+    /** Reads the messages' bytes: the metadata of those forwarded as they came, the dict of those stored (core loop). */
     private final MdTrq scan = new MdTrq();
     private InputGates inputs;
     private Cancellable checker = Cancellable.NONE;
@@ -254,12 +254,15 @@ public final class Relay implements GObjBehavior {
         return gobj.yuno().clock().monotonicMillis();
     }
 
-    /** The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. */
+    /**
+     * The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. The dict is built by
+     * the scan from the bytes it checked ({@link MdTrq#tree}); what it cannot vouch for is parsed by Jackson.
+     */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
         try {
-            msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
+            msg = buf == null ? Kw.withoutRefs(kw) : scan.scan(buf) == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
         } catch (IOException e) {
             gobj.inc(BAD_JSON);
             if (notJson.hit()) {

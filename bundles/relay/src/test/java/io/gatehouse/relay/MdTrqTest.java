@@ -98,6 +98,50 @@ class MdTrqTest {
         for (int result : new int[] {0, -1}) {
             assertEquals(reference(msg, result), scanned(msg, result), () -> new String(msg, StandardCharsets.UTF_8));
         }
+        sameTree(msg);
+    }
+
+    /** What the scan vouches for, Jackson takes, and the scan's dict is Jackson's, node class by node class. */
+    private void sameTree(byte[] msg) {
+        if (scan.scan(Unpooled.wrappedBuffer(msg)) == MdTrq.UNSURE) return;
+        ObjectNode mine = scan.tree();
+        ObjectNode jackson;
+        try {
+            jackson = Kw.parse(Unpooled.wrappedBuffer(msg));
+        } catch (IOException e) {
+            throw new AssertionError("the scan took what Jackson refuses: " + new String(msg, StandardCharsets.UTF_8), e);
+        }
+        assertEquals(jackson, mine, () -> new String(msg, StandardCharsets.UTF_8));
+        assertEquals(classes(jackson), classes(mine), () -> new String(msg, StandardCharsets.UTF_8));
+    }
+
+    private static String classes(JsonNode n) {
+        StringBuilder b = new StringBuilder(n.getClass().getSimpleName());
+        if (n.isContainerNode()) {
+            b.append('(');
+            n.fields().forEachRemaining(e -> b.append(e.getKey()).append('=').append(classes(e.getValue())).append(' '));
+            if (n.isArray()) n.elements().forEachRemaining(e -> b.append(classes(e)).append(' '));
+            b.append(')');
+        }
+        return b.toString();
+    }
+
+    @Test
+    void buildsTheDictJacksonBuilds() {
+        String[] cases = {
+            "{\"id\":\"m1-5\",\"n\":[1,-2,2147483647,2147483648,-2147483648,-2147483649,9223372036854775807,"
+                + "9223372036854775808,-9223372036854775808,-9223372036854775809,123456789012345678901234567890,-0,0]}",
+            "{\"f\":[1.5,-0.0,1e3,1E-3,2.5e+10,1e400,0.1,123456789.123456789]}",
+            "{\"s\":[\"\",\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\",\"\\u00e9\\u20AC\\ud83d\\ude00\\ud800\",\"\u00e9t\u00e9 \uD83D\uDE00\"]}",
+            "{\"a\":1,\"b\":{\"a\":[],\"c\":{}},\"a\":{\"x\":null,\"y\":true,\"z\":false}}",
+            " {\"\\u0041\" : [ [ ] , { } , \"x\" ] } ",
+            "{\"__md_trq__\":{\"__msg_rowid__\":5},\"id\":\"x\"}",
+        };
+        for (String c : cases) {
+            byte[] m = c.getBytes(StandardCharsets.UTF_8);
+            assertTrue(scan.scan(Unpooled.wrappedBuffer(m)) != MdTrq.UNSURE, c);
+            sameTree(m);
+        }
     }
 
     private int status(String msg) {
@@ -190,7 +234,8 @@ class MdTrqTest {
     void answersAsJacksonOnRandomAndBrokenMessages() {
         Random rnd = new Random(17);
         String[] atoms = {"1", "-3", "0", "2.5", "1e9", "true", "false", "null", "\"s\"", "\"a b\"", "\"\\n\"",
-            "\"\u00e9\"", "[]", "{}", "[1,\"x\"]", "{\"q\":{\"r\":[null]}}"};
+            "\"\u00e9\"", "[]", "{}", "[1,\"x\"]", "{\"q\":{\"r\":[null]}}", "4294967296", "-2147483649",
+            "99999999999999999999", "\"\\u00e9\\t\"", "{\"k\":1,\"k\":[2]}", "-0.5E-7"};
         String[] keys = {"id", "pad", "__md_trq__", "result", "__msg_rowid__", "__msg_t__", "k"};
         List<byte[]> cases = new ArrayList<>();
         for (int c = 0; c < 2000; c++) {
