@@ -93,7 +93,10 @@ public abstract class ITSupport {
             mavenBundle("com.fasterxml.jackson.core", "jackson-databind").versionAsInProject());
     }
 
-    /** Every Netty bundle the distribution ships (core ones plus codec/handler for the transports, codec-http for HTTP). */
+    /**
+     * Every Netty bundle the distribution ships: the core ones, codec and handler for the transports, codec-http and
+     * codec-mqtt for the ingest protocols.
+     */
     public static Option nettyBundles() {
         return composite(
             mavenBundle("io.netty", "netty-common").versionAsInProject(),
@@ -103,7 +106,8 @@ public abstract class ITSupport {
             mavenBundle("io.netty", "netty-transport-native-unix-common").versionAsInProject(),
             mavenBundle("io.netty", "netty-codec").versionAsInProject(),
             mavenBundle("io.netty", "netty-handler").versionAsInProject(),
-            mavenBundle("io.netty", "netty-codec-http").versionAsInProject());
+            mavenBundle("io.netty", "netty-codec-http").versionAsInProject(),
+            mavenBundle("io.netty", "netty-codec-mqtt").versionAsInProject());
     }
 
     /** The named Gatehouse bundles ("api", "core", "tcp4h", ...) from the reactor, as {@code file:} URLs. */

@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.jar.JarInputStream;
 
+import io.gatehouse.testkit.load.AckingSink;
+import io.gatehouse.testkit.load.PacedProducer;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -34,7 +36,9 @@ import org.ops4j.pax.exam.spi.reactors.PerClass;
 
 /**
  * Live upgrade under load: the demo pipeline (input → C_RELAY → C_MQIOGATE → two C_QIOGATE → TCP4H), fed at a steady
- * rate by a producer speaking the queue protocol, delivering to two acking sinks outside the gateway. While the
+ * rate by a producer speaking the queue protocol and by an MQTT device (QoS 1 and 2 into C_PROT_MQTT, so that the
+ * mqtt bundle's swaps hand over a connection with messages in flight), delivering to two acking sinks outside the
+ * gateway. While the
  * messages flow, every gclass bundle is upgraded to a new version of itself (the same classes, a higher
  * Bundle-Version, made here) and rolled back, by both paths:
  * <ol>
@@ -45,7 +49,8 @@ import org.ops4j.pax.exam.spi.reactors.PerClass;
  *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists, so
  *       the gobjs wait suspended, their input held, while the framework works.</li>
  * </ol>
- * Then: every message reached a sink, none twice, the producer lost no connection and neither sink was connected
+ * Then: every message reached a sink, none twice, neither producer lost a connection (nor got an ack it did not
+ * expect) and neither sink was connected
  * to twice (no connection closed), no service was rebuilt. Each swap's pause (the core-loop task of the handover)
  * and the longest gap at the sinks around it are printed; docs/OPERATIONS.md has the figures.
  */
@@ -57,17 +62,20 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     private static final String DEPLOY = "gatehouse.itests.liveupgrade.deploy";
     private static final String JARS = "gatehouse.itests.liveupgrade.jars";
     static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 20_000);
+    static final int MQTT_RATE = Integer.getInteger("gatehouse.itests.liveupgrade.mqtt.rate", 1_000);
+    /** The MQTT device's ids start here ({@code m-100000000}...), far above the queue-protocol producer's. */
+    static final int MQTT_BASE = 100_000_000;
     /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
     static final List<String> BUNDLES = List.of(System.getProperty("gatehouse.itests.liveupgrade.bundles",
-        "tcp,tcp4h,channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http").split(","));
+        "channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http,mqtt").split(","));
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Services of the demo config that the sinks of this test replace. */
     private static final Set<String> DEMO_SINKS = Set.of("__sink0_side__", "sink0", "__sink1_side__", "sink1");
 
     @Configuration
     public Option[] config() {
-        int[] p = freePorts(4); // control, input, sink0, sink1
-        System.setProperty(PORTS, p[0] + "," + p[1] + "," + p[2] + "," + p[3]);
+        int[] p = freePorts(5); // control, input, sink0, sink1, mqtt
+        System.setProperty(PORTS, p[0] + "," + p[1] + "," + p[2] + "," + p[3] + "," + p[4]);
         Path dir = newTestDir("liveupgrade");
         Path deploy = dir.resolve("deploy");
         try {
@@ -89,7 +97,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             throw new UncheckedIOException(e);
         }
         System.setProperty(JARS, jars.toString());
-        Path config = pipelineConfig(dir, p[1], p[2], p[3]);
+        Path config = pipelineConfig(dir, p[1], p[2], p[3], p[4]);
         return options(base(), allGatehouseBundles(),
             mavenBundle("org.apache.felix", "org.apache.felix.fileinstall").versionAsInProject(),
             frameworkProperty("felix.fileinstall.dir").value(deploy.toString()),
@@ -103,7 +111,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     }
 
     /** The demo config with its port variables set and its sinks left out: the outputs go to this test's sinks. */
-    static Path pipelineConfig(Path dir, int input, int sink0, int sink1) {
+    static Path pipelineConfig(Path dir, int input, int sink0, int sink1, int mqtt) {
         try {
             ObjectNode cfg = (ObjectNode) JSON.readTree(Files.readString(Path.of(System.getProperty(
                 "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
@@ -112,6 +120,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             vars.put("__sink0_port__", String.valueOf(sink0));
             vars.put("__sink1_port__", String.valueOf(sink1));
             vars.put("__http_port__", String.valueOf(freePorts(1)[0]));   // never the demo's fixed HTTP port
+            vars.put("__mqtt_port__", String.valueOf(mqtt));   // nor its fixed MQTT port
             ArrayNode kept = JSON.createArrayNode();
             for (JsonNode s : cfg.get("services")) {
                 if (!DEMO_SINKS.contains(s.path("name").asText())) kept.add(s);
@@ -168,8 +177,19 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
         try (AckingSink sink0 = new AckingSink(port(2), 4_000_000); AckingSink sink1 = new AckingSink(port(3), 4_000_000)) {
             await("the outputs connected to the sinks", 30_000,
                 () -> sink0.connectionsAccepted() == 1 && sink1.connectionsAccepted() == 1);
-            try (PacedProducer producer = new PacedProducer(port(1), RATE, 20_000).start()) {
+            try (PacedProducer producer = new PacedProducer(port(1), RATE, 20_000).start();
+                 PacedMqttProducer device = new PacedMqttProducer(port(4), "liveupgrade-device", MQTT_BASE, MQTT_RATE, 200)
+                     .start()) {
                 await("the flow started", 30_000, () -> sink0.received() + sink1.received() > RATE);
+                await("the MQTT device connected and acked", 30_000, () -> {
+                    assertEquals("the MQTT CONNECT", null, device.refusal());
+                    return device.acked() > 0;
+                });
+                // The baseline the swaps' gaps are read against: the same flow on the same machine, nothing upgraded.
+                Swap steady = new Swap("(none)", "steady flow");
+                Thread.sleep(2_300);
+                steady.endNanos = System.nanoTime() - 300_000_000L;
+                swaps.add(steady);
                 for (String b : BUNDLES) {
                     String bsn = GROUP + "." + b;
                     File original = bundleFile(b);
@@ -183,29 +203,41 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     Thread.sleep(200);
                 }
                 producer.stop();
+                device.stop();
                 await("every message acked", 120_000, producer::allAcked);
+                await("every MQTT message acked and every QoS 2 one completed", 120_000, device::allDone);
                 int sent = producer.sent();
-                await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent);
+                int mqttSent = device.sent();
+                await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent + mqttSent);
                 Thread.sleep(500);
 
                 StringBuilder report = new StringBuilder();
-                report.append(String.format("LiveUpgradeUnderLoadIT: %d messages at %d msgs/s; producer: %d acked, %d acked"
+                report.append(String.format("LiveUpgradeUnderLoadIT: %d messages at %d msgs/s, load average %s; producer: %d acked, %d acked"
                     + " twice, %d nacks, %d connections lost; sinks: %d + %d distinct, %d duplicates, connections %d + %d%n",
-                    sent, RATE, producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
+                    sent, RATE, loadAverage(), producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
                     sink0.distinct(), sink1.distinct(), sink0.duplicates() + sink1.duplicates(),
                     sink0.connectionsAccepted(), sink1.connectionsAccepted()));
+                report.append(String.format("  MQTT device: %d PUBLISHes at %d msgs/s (QoS 1 and 2), %d acked, %d QoS 2 completed,"
+                    + " %d answers not expected, %d connections lost%n", mqttSent, MQTT_RATE, device.acked(),
+                    device.completed(), device.unexpected(), device.lostConnections()));
                 report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  rebuilt\n");
                 for (Swap s : swaps) {
                     double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
                         sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
-                    report.append(String.format("  %-10s %-14s %9.0f %6d %9.2f %28.1f  %s%n", s.bundle, s.how,
-                        (s.endNanos - s.startNanos) / 1e6, s.migrated, s.pauseMs, gap, s.rebuilt));
+                    report.append(String.format("  %-10s %-14s %9.0f %6s %9s %28.1f  %s%n", s.bundle, s.how,
+                        (s.endNanos - s.startNanos) / 1e6, s.migrated < 0 ? "-" : String.valueOf(s.migrated),
+                        s.pauseMs < 0 ? "-" : String.format("%.2f", s.pauseMs), gap, s.rebuilt));
                 }
                 System.out.print(report);
 
                 int lost = 0;
                 for (int i = 0; i < sent; i++) if (!sink0.has(i) && !sink1.has(i)) lost++;
                 assertEquals("lost\n" + report, 0, lost);
+                int lostMqtt = 0;
+                for (int i = 0; i < mqttSent; i++) if (!sink0.has(MQTT_BASE + i) && !sink1.has(MQTT_BASE + i)) lostMqtt++;
+                assertEquals("MQTT messages lost\n" + report, 0, lostMqtt);
+                assertEquals("connections the MQTT device lost\n" + report, 0, device.lostConnections());
+                assertEquals("MQTT answers not expected\n" + report, 0, device.unexpected());
                 assertEquals("duplicates at the sinks\n" + report, 0, sink0.duplicates() + sink1.duplicates());
                 assertEquals("connections the producer lost\n" + report, 0, producer.lostConnections());
                 assertEquals("connections to sink0\n" + report, 1, sink0.connectionsAccepted());
@@ -214,6 +246,15 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     assertTrue(s.bundle + " " + s.how + " rebuilt services: " + s.rebuilt + "\n" + report, s.rebuilt.isEmpty());
                 }
             }
+        }
+    }
+
+    /** The machine's 1-minute load average, printed with the figures: a gap means little without it. */
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        } catch (IOException | RuntimeException e) {
+            return "?";
         }
     }
 

@@ -8,6 +8,8 @@ import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.http.ProtHttpSrGClass;
 import io.gatehouse.iogate.IoGateGClass;
 import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.mqtt.ProtMqtt2GClass;
+import io.gatehouse.mqtt.ProtMqttGClass;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.relay.RelayGClass;
 import io.gatehouse.sink.SinkGClass;
@@ -37,7 +39,7 @@ final class Gateways {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
                 new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec(),
-                new ProtHttpSrGClass().spec());
+                new ProtHttpSrGClass().spec(), new ProtMqttGClass().spec(), new ProtMqtt2GClass().spec());
     }
 
     /**
@@ -50,8 +52,8 @@ final class Gateways {
                     "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
             ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
             vars.forEach(v::put);
-            if (v.has("__http_port__") && !vars.containsKey("__http_port__")) {
-                v.put("__http_port__", String.valueOf(freePorts(1)[0]));
+            for (String port : new String[] {"__http_port__", "__mqtt_port__"}) {
+                if (v.has(port) && !vars.containsKey(port)) v.put(port, String.valueOf(freePorts(1)[0]));
             }
             return cfg;
         } catch (IOException e) {

@@ -158,11 +158,13 @@ class PortalMeshIT {
     @Timeout(180)
     void shouldRouteCommandsAcrossThreeContainersAndSurviveAPortalDrop() throws Exception {
         Path work = Files.createTempDirectory(Files.createDirectories(Path.of("target/systests")), "mesh-");
-        int[] p = Gateways.freePorts(9);
-        int ca = p[0], cb = p[1], cc = p[2], ma = p[3], mb = p[4], mc = p[5], input = p[6], sink0 = p[7], sink1 = p[8];
+        int[] p = Gateways.freePorts(11);
+        int ca = p[0], cb = p[1], cc = p[2], ma = p[3], mb = p[4], mc = p[5], input = p[6], sink0 = p[7], sink1 = p[8],
+                http = p[9], mqtt = p[10];
         ObjectNode cConfig = YunoRuntime.parseConfig(Files.readString(Path.of(System.getProperty("gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
         ObjectNode vars = (ObjectNode) cConfig.get("__json_config_variables__");
-        Map.of("__input_port__", input, "__sink0_port__", sink0, "__sink1_port__", sink1)
+        Map.of("__input_port__", input, "__sink0_port__", sink0, "__sink1_port__", sink1, "__http_port__", http,
+                "__mqtt_port__", mqtt)
                 .forEach((k, v) -> vars.put(k, String.valueOf(v)));
         ((ObjectNode) cConfig.get("yuno")).put("yuno_name", "C");
 

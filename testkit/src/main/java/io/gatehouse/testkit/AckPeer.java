@@ -23,7 +23,8 @@ import java.util.function.Function;
 /**
  * The far side of a queue link (gclass C_ACK_PEER): subscribed to a server C_IOGATE, it records every message
  * and answers the ack (Yuneta's trq_answer: the message's __md_trq__ plus result) on the same channel through
- * __temp__. A policy decides the result per message, or no ack (null).
+ * __temp__. A policy decides the result per message, or no ack yet (null: the ack is held until
+ * {@link #answerHeld}, as a queue holds it until its fsync).
  */
 public final class AckPeer implements GObjBehavior {
     public static final String GCLASS = "C_ACK_PEER";
@@ -42,8 +43,10 @@ public final class AckPeer implements GObjBehavior {
 
     private final GObj gobj;
     private final List<ObjectNode> received = new ArrayList<>();
-    /** Result to answer for a message (null = no ack). Default: ack everything with 0. */
+    /** Result to answer for a message (null = no ack yet). Default: ack everything with 0. */
     public volatile Function<ObjectNode, Integer> policy = m -> 0;
+    /** The messages the policy answered null for, with the __temp__ and the gate their ack goes back through. */
+    private final List<Object[]> held = new ArrayList<>();
 
     private AckPeer(GObj gobj) {
         this.gobj = gobj;
@@ -68,12 +71,38 @@ public final class AckPeer implements GObjBehavior {
             received.notifyAll();
         }
         Integer result = policy.apply(msg);
-        if (result == null) return 0;
+        JsonNode temp = kw.remove(Kw.TEMP);
+        if (result == null) {
+            synchronized (held) {
+                held.add(new Object[] {msg, temp, src});
+            }
+            return 0;
+        }
+        return answer(msg, temp, src, result);
+    }
+
+    private int answer(ObjectNode msg, JsonNode temp, GObj gate, int result) {
         ObjectNode ack = TrQueue.answer(msg, result);
         ObjectNode out = Kw.withGbuffer(Unpooled.copiedBuffer(Kw.toJson(ack), StandardCharsets.UTF_8));
-        JsonNode temp = kw.remove(Kw.TEMP);
         if (temp != null) out.set(Kw.TEMP, temp);
-        return src.send(Ev.EV_SEND_MESSAGE, out, gobj);
+        return gate.send(Ev.EV_SEND_MESSAGE, out, gobj);
+    }
+
+    /** Answers, in arrival order, every message whose ack was held ({@code policy} said null); on the core thread. */
+    public void answerHeld(int result) {
+        List<Object[]> now;
+        synchronized (held) {
+            now = new ArrayList<>(held);
+            held.clear();
+        }
+        for (Object[] h : now) answer((ObjectNode) h[0], (JsonNode) h[1], (GObj) h[2], result);
+    }
+
+    /** How many acks are held (any thread). */
+    public int heldCount() {
+        synchronized (held) {
+            return held.size();
+        }
     }
 
     public List<ObjectNode> received() {

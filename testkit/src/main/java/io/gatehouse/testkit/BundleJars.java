@@ -6,6 +6,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
 import java.util.jar.JarInputStream;
@@ -21,11 +22,21 @@ public final class BundleJars {
      * (a qualifier such as SNAPSHOT dropped, so the copy sorts above the original).
      */
     public static Path bumped(Path jar, Path dir, int step) throws IOException {
+        return bumped(jar, dir, step, Map.of(), "");
+    }
+
+    /**
+     * As {@link #bumped(Path, Path, int)}, with manifest headers set over the original's, and {@code suffix} in the
+     * file name: the broken releases an upgrade must refuse (an {@code Import-Package} nothing exports, a
+     * {@code Bundle-Activator} that is not there, another {@code Bundle-SymbolicName}).
+     */
+    public static Path bumped(Path jar, Path dir, int step, Map<String, String> headers, String suffix) throws IOException {
         try (InputStream in = Files.newInputStream(jar); JarInputStream j = new JarInputStream(in)) {
             Manifest mf = new Manifest(j.getManifest());
             String next = nextVersion(mf.getMainAttributes().getValue("Bundle-Version"), step);
             mf.getMainAttributes().put(new Attributes.Name("Bundle-Version"), next);
-            String name = jar.getFileName().toString().replace(".jar", "") + "-" + next + ".jar";
+            headers.forEach((k, v) -> mf.getMainAttributes().put(new Attributes.Name(k), v));
+            String name = jar.getFileName().toString().replace(".jar", "") + "-" + next + suffix + ".jar";
             Path out = dir.resolve(name);
             try (OutputStream os = Files.newOutputStream(out); JarOutputStream w = new JarOutputStream(os, mf)) {
                 for (JarEntry e; (e = j.getNextJarEntry()) != null; ) {

@@ -10,6 +10,8 @@ import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.http.ProtHttpSrGClass;
 import io.gatehouse.iogate.IoGateGClass;
 import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.mqtt.ProtMqtt2GClass;
+import io.gatehouse.mqtt.ProtMqttGClass;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.relay.RelayGClass;
 import io.gatehouse.sink.SinkGClass;
@@ -269,7 +271,7 @@ public final class HttpBench {
 
     static Result runGatehouse(Options o, byte[] body) throws Exception {
         Path data = Files.createTempDirectory("gatehouse-httpbench-");
-        int[] ports = freePorts(4);
+        int[] ports = freePorts(5);
         ObjectNode cfg = (ObjectNode) JSON.readTree(Files.readAllBytes(Path.of(System.getProperty(
                 "gatehouse.demo.config", "runtime/felix/src/main/dist/conf/gatehouse.json"))));
         ObjectNode vars = (ObjectNode) cfg.get("__json_config_variables__");
@@ -277,6 +279,7 @@ public final class HttpBench {
         vars.put("__sink0_port__", "" + ports[1]);
         vars.put("__sink1_port__", "" + ports[2]);
         vars.put("__http_port__", "" + ports[3]);
+        vars.put("__mqtt_port__", "" + ports[4]);   // the demo also listens for MQTT: never on its fixed port here
         if (!o.sinks) {
             ArrayNode services = (ArrayNode) cfg.get("services");
             for (int i = services.size() - 1; i >= 0; i--) {
@@ -310,7 +313,7 @@ public final class HttpBench {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
                 new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec(),
-                new ProtHttpSrGClass().spec());
+                new ProtHttpSrGClass().spec(), new ProtMqttGClass().spec(), new ProtMqtt2GClass().spec());
     }
 
     static int[] freePorts(int n) throws IOException {

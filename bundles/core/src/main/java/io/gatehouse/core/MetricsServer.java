@@ -52,7 +52,7 @@ import java.util.function.Consumer;
  * {@code /}, with its JSON and Server-Sent Events under {@code /api/}.
  *
  * <p><b>/metrics</b>: text format 0.0.4. Every number a service's gobjs hold ({@link ServiceMetrics}): counters
- * ({@code COUNTER} attributes, RateWindow counters) as {@code gatehouse_<stat>_total} of type counter, the other
+ * ({@code COUNTER} attributes) as {@code gatehouse_<stat>_total} of type counter, the other
  * numbers as gauges, labelled {@code yuno}, {@code service}, {@code gobj} (the path below the service, absent for
  * the service itself) and {@code gclass}. No rates: a rate is PromQL's {@code rate()}, and reading counters moves
  * no read-driven rate window (seeds/000), however often Prometheus scrapes. Plus {@code gatehouse_up}, the

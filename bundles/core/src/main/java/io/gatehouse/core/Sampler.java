@@ -18,8 +18,8 @@ import java.util.Set;
  * reads <b>counters, not rates</b> and keeps the page's numbers and its {@link History}.
  *
  * <p>How it relates to the read-driven rate windows of seeds/000: it never calls {@code stats} and never calls
- * {@link io.gatehouse.api.RateWindow#read()}. It takes the raw counters ({@link ServiceMetrics#messageCounters}:
- * RateWindow counters and {@code COUNTER} attributes) and divides their increase by its own elapsed time, in its
+ * reads a rate window of C_CHANNEL or C_IOGATE. It takes the raw counters ({@link ServiceMetrics#messageCounters}:
+ * their {@code COUNTER} attributes) and divides their increase by its own elapsed time, in its
  * own baselines. So a C_IOGATE's {@code txMsgsec} still means "since the previous person's read", whatever the
  * page shows, and the page's msgs/s is always a one-second rate whoever else reads.
  *

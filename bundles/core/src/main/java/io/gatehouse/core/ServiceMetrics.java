@@ -4,12 +4,9 @@ import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.RateWindow;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -17,13 +14,11 @@ import java.util.Set;
 /**
  * The numbers of a service for {@code /metrics}, JMX and the live page, read <b>without calling stats</b>: for
  * every gobj of the service's subtree, its numeric stats attributes (after {@code onReadAttrs}, so computed gauges
- * such as a queue's {@code msgs_in_queue} are current) and, for a gclass that counts with a {@link RateWindow}
- * ({@link GObjBehavior#msgs()}), that window's raw {@code txMsgs}/{@code rxMsgs}. {@link RateWindow#read()} is never
- * called, so a reader polling on its own schedule does not move the read-driven rate windows of seeds/000, and no
- * rate is exported (a rate is {@code rate()} of a counter).
+ * such as a queue's {@code msgs_in_queue} are current). The message counts behind C_CHANNEL's and C_IOGATE's rates
+ * are counter attributes too, so no rate window is read: a reader polling on its own schedule does not move the
+ * read-driven rate windows of seeds/000, and no rate is exported (a rate is {@code rate()} of a counter).
  *
- * <p>Kinds come from the spec, not from names: an {@link AttrType#COUNTER} attribute and a RateWindow counter are
- * counters; other numbers (integers, reals, booleans as 0/1) are gauges. Strings, lists and dicts are left out.
+ * <p>Kinds come from the spec, not from names: an {@link AttrType#COUNTER} attribute is a counter; other numbers (integers, reals, booleans as 0/1) are gauges. Strings, lists and dicts are left out.
  * Each sample names the gobj by its backquote path below the service (empty for the service itself, the path
  * {@code read-attrs service=S gobj=PATH} takes) and its gclass. Plus {@code connections}: the links that are up in
  * the subtree (gobjs of a gclass that declares {@link io.gatehouse.api.GClassSpec#linkUp()}). Core thread only.
@@ -91,41 +86,26 @@ final class ServiceMetrics {
         return parentPath.isEmpty() ? name : parentPath + "`" + name;
     }
 
-    /** The numbers of one gobj: its numeric stats attributes and its RateWindow counters. */
+    /** The numbers of one gobj: its numeric stats attributes. */
     static void read(GObj g, String path, List<Sample> out) {
         if (g instanceof GObjImpl) ((GObjImpl) g).syncAttrs();
         String gclass = g.gclassName();
-        Set<String> names = new HashSet<>();
         for (Attr<?> a : g.gclass().attrs().values()) {
             if (!a.is(AttrFlag.STATS) || !a.isNumeric()) continue;
             Object v = g.read(a);
             double d = v instanceof Boolean ? (((Boolean) v) ? 1 : 0) : ((Number) v).doubleValue();
             out.add(new Sample(a.name(), a.type() == AttrType.COUNTER ? Kind.COUNTER : Kind.GAUGE, path, gclass, d));
-            names.add(a.name());
         }
-        RateWindow w = msgs(g);
-        if (w != null) {
-            if (names.add(RateWindow.TX_MSGS)) out.add(new Sample(RateWindow.TX_MSGS, Kind.COUNTER, path, gclass, w.txMsgs()));
-            if (names.add(RateWindow.RX_MSGS)) out.add(new Sample(RateWindow.RX_MSGS, Kind.COUNTER, path, gclass, w.rxMsgs()));
-        }
-    }
-
-    static RateWindow msgs(GObj g) {
-        GObjBehavior b = g.behavior();
-        return b == null ? null : b.msgs();
     }
 
     /**
-     * Message counters of a gobj as {rx, tx}: its RateWindow's, else its {@code rxMsgs}/{@code txMsgs} counter
-     * attributes, else the sum of its children's (a C_MQIOGATE: the gates of its queues); null when none of its
+     * Message counters of a gobj as {rx, tx}: its {@code rxMsgs}/{@code txMsgs} counter attributes, else the sum of its children's (a C_MQIOGATE: the gates of its queues); null when none of its
      * subtree counts messages. Never moves a window.
      */
     static long[] messageCounters(GObj g, int depth) {
         if (depth > MAX_DEPTH || g.isDestroyed()) return null;
-        RateWindow w = msgs(g);
-        if (w != null) return new long[] {w.rxMsgs(), w.txMsgs()};
-        Attr<?> rx = counter(g, RateWindow.RX_MSGS);
-        Attr<?> tx = counter(g, RateWindow.TX_MSGS);
+        Attr<?> rx = counter(g, "rxMsgs");
+        Attr<?> tx = counter(g, "txMsgs");
         if (rx != null || tx != null) {
             return new long[] {rx == null ? 0 : (Long) g.read(rx), tx == null ? 0 : (Long) g.read(tx)};
         }

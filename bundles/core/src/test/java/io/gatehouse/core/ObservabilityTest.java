@@ -37,6 +37,8 @@ class ObservabilityTest {
     // --- A gclass that counts with a RateWindow, as C_CHANNEL and C_IOGATE do ---
 
     static final Attr<Long> DEPTH = Attr.integer("depth", 0, AttrFlag.STATS, "A gauge");
+    static final Attr<Long> TX = Attr.counter(RateWindow.TX_MSGS, AttrFlag.RSTATS, "Sent");
+    static final Attr<Long> RX = Attr.counter(RateWindow.RX_MSGS, AttrFlag.RSTATS, "Received");
 
     static final class Rated implements GObjBehavior {
         final GObj gobj;
@@ -44,12 +46,7 @@ class ObservabilityTest {
 
         Rated(GObj gobj) {
             this.gobj = gobj;
-            this.window = new RateWindow(gobj.yuno().clock());
-        }
-
-        @Override
-        public RateWindow msgs() {
-            return window;
+            this.window = new RateWindow(gobj.yuno().clock(), () -> gobj.readLong(TX), () -> gobj.readLong(RX));
         }
 
         /** Like C_IOGATE: a stats read moves the window. */
@@ -59,8 +56,8 @@ class ObservabilityTest {
         }
 
         int acRx(String ev, ObjectNode kw, GObj src) {
-            window.incRx();
-            gobj.setLong(DEPTH, window.rxMsgs() % 7);
+            gobj.inc(RX);
+            gobj.setLong(DEPTH, gobj.readLong(RX) % 7);
             Kw.release(kw);
             return 0;
         }
@@ -68,7 +65,7 @@ class ObservabilityTest {
 
     static final GClassSpec<Rated> RATED = GClassSpec.builder("C_RATED", Rated.class)
             .description("test gate with a read-driven rate window")
-            .attrs(DEPTH)
+            .attrs(DEPTH, TX, RX)
             .fsm(Fsm.<Rated>builder().state("ST_IDLE").on("EV_RX", Rated::acRx).build())
             .factory(Rated::new)
             .build();

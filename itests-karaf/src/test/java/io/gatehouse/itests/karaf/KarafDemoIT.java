@@ -60,13 +60,14 @@ public class KarafDemoIT {
 
     @Configuration
     public Option[] config() throws IOException {
-        int[] p = freePorts(6); // control, input, sink0, sink1, ssh, http
+        int[] p = freePorts(7); // control, input, sink0, sink1, ssh, http, mqtt
         Path dir = Files.createDirectories(Path.of(System.getProperty("gatehouse.itests.dir", "target/itests")));
         String text = Files.readString(Path.of(System.getProperty("gatehouse.demo.config")));
         text = setVar(text, "__input_port__", p[1]);
         text = setVar(text, "__sink0_port__", p[2]);
         text = setVar(text, "__sink1_port__", p[3]);
         text = setVar(text, "__http_port__", p[5]);
+        text = setVar(text, "__mqtt_port__", p[6]);
         File demo = dir.resolve("gatehouse-karaf-demo.json").toFile();
         Files.writeString(demo.toPath(), text);
         String localRepo = System.getProperty("org.ops4j.pax.url.mvn.localRepository");
@@ -109,7 +110,7 @@ public class KarafDemoIT {
     @Test
     public void shouldRunTheDemoAndLoseNothingWhenQiogateIsUpdatedUnderLoad() throws Exception {
         for (String b : List.of("api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate",
-                "relay", "sink", "portal", "http")) {
+                "relay", "sink", "portal", "http", "mqtt")) {
             Bundle bundle = bundle("io.gatehouse." + b);
             assertNotNull("bundle io.gatehouse." + b + " installed by the boot features", bundle);
             await("io.gatehouse." + b + " ACTIVE", 30_000, () -> bundle.getState() == Bundle.ACTIVE);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.itests;
+package io.gatehouse.testkit.load;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -20,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
  * acked), nacks, and connections it lost; after a lost connection it reconnects and sends every unacked message
  * again, as a real producer does.
  */
-final class PacedProducer implements AutoCloseable {
+public final class PacedProducer implements AutoCloseable {
     private final int port;
     private final int ratePerSec;
     private final int window;
@@ -34,7 +34,7 @@ final class PacedProducer implements AutoCloseable {
     private volatile boolean closed;
     private final Thread sender;
 
-    PacedProducer(int port, int ratePerSec, int window) {
+    public PacedProducer(int port, int ratePerSec, int window) {
         this.port = port;
         this.ratePerSec = ratePerSec;
         this.window = window;
@@ -42,13 +42,13 @@ final class PacedProducer implements AutoCloseable {
         sender.setDaemon(true);
     }
 
-    PacedProducer start() {
+    public PacedProducer start() {
         sender.start();
         return this;
     }
 
     /** Sends no new message from now on; what was sent is still resent until acked. */
-    void stop() {
+    public void stop() {
         stopping = true;
     }
 
@@ -155,27 +155,27 @@ final class PacedProducer implements AutoCloseable {
         return t;
     }
 
-    synchronized boolean allAcked() {
+    public synchronized boolean allAcked() {
         return ackedCount == sent;
     }
 
-    synchronized int sent() {
+    public synchronized int sent() {
         return sent;
     }
 
-    synchronized long acked() {
+    public synchronized long acked() {
         return ackedCount;
     }
 
-    synchronized long duplicateAcks() {
+    public synchronized long duplicateAcks() {
         return duplicateAcks;
     }
 
-    synchronized long nacks() {
+    public synchronized long nacks() {
         return nacks;
     }
 
-    int lostConnections() {
+    public int lostConnections() {
         return lostConnections.get();
     }
 

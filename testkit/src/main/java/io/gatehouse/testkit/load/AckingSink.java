@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.gatehouse.itests;
+package io.gatehouse.testkit.load;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * reconnect means a connection was closed), and when every message arrived, for the longest gap. Bounded: at most
  * {@code maxMessages} receipt times are kept.
  */
-final class AckingSink implements AutoCloseable {
+public final class AckingSink implements AutoCloseable {
     private static final byte[] MD_KEY = "\"__md_trq__\":".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ID_KEY = "\"id\":\"m-".getBytes(StandardCharsets.US_ASCII);
 
@@ -37,7 +37,7 @@ final class AckingSink implements AutoCloseable {
     private long duplicates;
     private volatile boolean closed;
 
-    AckingSink(int port, int maxMessages) throws IOException {
+    public AckingSink(int port, int maxMessages) throws IOException {
         this.server = new ServerSocket(port, 50, InetAddress.getLoopbackAddress());
         this.times = new long[maxMessages];
         this.acceptor = new Thread(this::acceptLoop, "acking-sink-" + port);
@@ -134,28 +134,28 @@ final class AckingSink implements AutoCloseable {
         return i == at ? -1 : v;
     }
 
-    int connectionsAccepted() {
+    public int connectionsAccepted() {
         return accepted.get();
     }
 
-    synchronized long received() {
+    public synchronized long received() {
         return received;
     }
 
-    synchronized long duplicates() {
+    public synchronized long duplicates() {
         return duplicates;
     }
 
-    synchronized boolean has(int id) {
+    public synchronized boolean has(int id) {
         return ids.get(id);
     }
 
-    synchronized int distinct() {
+    public synchronized int distinct() {
         return ids.cardinality();
     }
 
     /** The longest time without a message in [fromNanos, toNanos] (the first gap starts at fromNanos), ms. */
-    synchronized double longestGapMs(long fromNanos, long toNanos) {
+    public synchronized double longestGapMs(long fromNanos, long toNanos) {
         long longest = 0;
         long prev = fromNanos;
         for (int i = 0; i < timesUsed; i++) {
