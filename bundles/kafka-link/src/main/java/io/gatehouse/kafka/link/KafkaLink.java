@@ -543,6 +543,11 @@ public final class KafkaLink implements AutoCloseable {
         return topic;
     }
 
+    /** The producer this link wraps (the same object after a hand-off): for identity checks, not for sending. */
+    public Producer<byte[], byte[]> producer() {
+        return producer;
+    }
+
     public int inFlight() {
         return inFlight.get();
     }
