@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
+import io.gatehouse.core.JmxExporter;
+import io.gatehouse.core.MetricsServer;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.testkit.Recorder;
@@ -21,7 +23,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -186,6 +192,32 @@ class KafkaOutTest {
         assertEquals(50, rt.call(() -> rt.yuno().service("out").readAttr("max_pending_acks").asLong()));
         assertEquals(2 << 20, rt.call(() -> rt.yuno().service("out").readAttr("max_pending_bytes").asLong()),
                 "half the producer's buffer.memory");
+    }
+
+    @Test
+    @Order(2)
+    void shouldExportItsStatsThroughMetricsAndJmxAsCoreExportsTheQueuesStats() throws Exception {
+        start(kw("127.0.0.1:" + freePort(), "m"));
+        send(0, 3);
+        try (MetricsServer metrics = new MetricsServer(rt)) {
+            int port = metrics.start("127.0.0.1", 0);
+            String body;
+            try (java.net.Socket sock = new java.net.Socket("127.0.0.1", port)) {
+                sock.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                body = new String(sock.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            }
+            for (String family : List.of("gatehouse_records_sent", "gatehouse_records_acked", "gatehouse_in_flight",
+                    "gatehouse_connected", "gatehouse_msgs_in_queue")) {
+                assertTrue(body.contains(family + "{"), family + " in /metrics:\n" + body);
+            }
+        }
+        try (JmxExporter jmx = new JmxExporter(rt).start()) {
+            MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+            ObjectName name = new ObjectName("io.gatehouse:type=Service,yuno=edge-t,name=out");
+            assertEquals(3.0, server.getAttribute(name, "msgs_in_queue"));
+            assertEquals(0.0, server.getAttribute(name, "connected"));
+            assertEquals(0.0, server.getAttribute(name, "records_acked"));
+        }
     }
 
     @Test
