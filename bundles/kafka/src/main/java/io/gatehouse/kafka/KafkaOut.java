@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.kafka;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.LongNode;
@@ -66,6 +64,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * a crash made the edge send twice. Its key is the value at the {@code key} path of the message (C_MQIOGATE's
  * {@code id} by default), so one device's records stay in order in one partition.
  *
+ * <p>No C original: new in Gatehouse (issue 16), the output side of an edge that feeds a Kafka cluster.
+ *
  * <p>Direct mode: a message sent with a {@link Kw#DURABLE} dict (a C_RELAY whose output is this gobj, no queue in
  * between) is produced the same way and its sender gets {@link Ev#EV_ON_DURABLE} once Kafka has it; a refused or
  * failed record gets nothing, and the upstream producer sends it again. The record id is then
@@ -73,34 +73,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class KafkaOut implements GObjBehavior {
     public static final String GCLASS = "C_KAFKA";
-
-    // --- Constants ---
-
     /** The record header that names a queued message across restarts (the consumers' dedup key). */
     public static final String GH_MSG_ID = "gh-msg-id";
 
-    /** From a producer callback, through the core loop: how one record ended. Sent by this gobj to itself only. */
-    static final String EV_KAFKA_DELIVERY = "EV_KAFKA_DELIVERY";
-    /** From the connectivity check, through the core loop: the cluster reachable or not, and why. */
-    static final String EV_KAFKA_LINK = "EV_KAFKA_LINK";
-
-    /** Version of what {@link #onExport} hands over: the producer, its Admin client, the in-flight records. */
-    static final int STATE_VERSION = 1;
-
-    /** The result of a nack: negative, so C_QIOGATE sends the record again after its retry delay. */
-    static final int NACK_RESULT = -1;
-
-    /** Kafka's own default of {@code buffer.memory}, when the {@code kafka} dict does not set it. */
-    static final long DEFAULT_BUFFER_MEMORY = 32L << 20;
+    // --- Attributes ---
 
     static final Set<String> COMPRESSIONS = Set.of("none", "gzip", "snappy", "lz4", "zstd");
 
-    /** Producer metrics shown in stats, as {@code kafka_<name with underscores>}. */
-    static final List<String> PRODUCER_METRICS = List.of("record-send-rate", "record-send-total",
-            "record-retry-total", "record-error-total", "request-latency-avg", "request-latency-max",
-            "record-queue-time-avg", "records-per-request-avg", "batch-size-avg", "buffer-available-bytes");
-
-    // --- Attributes ---
+    /** Kafka's own default of {@code buffer.memory}, when the {@code kafka} dict does not set it. */
+    static final long DEFAULT_BUFFER_MEMORY = 32L << 20;
 
     static final Attr<String> BOOTSTRAP_SERVERS = Attr.string("bootstrap_servers", "", AttrFlag.RD | AttrFlag.REQUIRED,
             "Kafka bootstrap servers, host:port[,host:port...]");
@@ -171,6 +152,11 @@ public final class KafkaOut implements GObjBehavior {
 
     // --- FSM ---
 
+    /** From a producer callback, through the core loop: how one record ended. Sent by this gobj to itself only. */
+    static final String EV_KAFKA_DELIVERY = "EV_KAFKA_DELIVERY";
+    /** From the connectivity check, through the core loop: the cluster reachable or not, and why. */
+    static final String EV_KAFKA_LINK = "EV_KAFKA_LINK";
+
     static final Fsm<KafkaOut> FSM = Fsm.<KafkaOut>builder()
         .state(St.ST_DISCONNECTED)
             .on(Ev.EV_SEND_MESSAGE,  KafkaOut::acSendMessage)
@@ -189,6 +175,9 @@ public final class KafkaOut implements GObjBehavior {
         .build();
 
     // --- Spec ---
+
+    /** Version of what {@link #onExport} hands over: the producer, its Admin client, the in-flight records. */
+    static final int STATE_VERSION = 1;
 
     public static final GClassSpec<KafkaOut> SPEC = GClassSpec.builder(GCLASS, KafkaOut.class)
             .description("Output to a Kafka topic (idempotent, acks=all) that acks the queue above it once Kafka has "
@@ -210,6 +199,14 @@ public final class KafkaOut implements GObjBehavior {
             .build();
 
     // --- Private data ---
+
+    /** The result of a nack: negative, so C_QIOGATE sends the record again after its retry delay. */
+    static final int NACK_RESULT = -1;
+
+    /** Producer metrics shown in stats, as {@code kafka_<name with underscores>}. */
+    static final List<String> PRODUCER_METRICS = List.of("record-send-rate", "record-send-total",
+            "record-retry-total", "record-error-total", "request-latency-avg", "request-latency-max",
+            "record-queue-time-avg", "records-per-request-avg", "batch-size-avg", "buffer-available-bytes");
 
     /** A queued record by the queue's identity of it. */
     record RecordKey(long generation, long rowid) {
@@ -365,8 +362,6 @@ public final class KafkaOut implements GObjBehavior {
         }
     }
 
-    // --- Stats ---
-
     /**
      * The counters and gauges, and the producer's own metrics of interest as {@code kafka_<metric>} (the latencies
      * in ms): C_QIOGATE merges them into its stats, which {@code /metrics} and JMX export as they are.
@@ -431,14 +426,14 @@ public final class KafkaOut implements GObjBehavior {
      */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
-        Outgoing out;
+        KafkaRecords.Outgoing out;
         JsonNode durable = null;
         try {
             if (buf != null) {
-                out = fromQueue(buf, keyPath);
+                out = KafkaRecords.fromQueue(buf, keyPath);
             } else {
                 durable = kw.remove(Kw.DURABLE);
-                out = fromDict(kw, keyPath);
+                out = KafkaRecords.fromDict(kw, keyPath);
             }
         } catch (IOException e) {
             gobj.inc(BAD_MESSAGES);
@@ -545,7 +540,7 @@ public final class KafkaOut implements GObjBehavior {
 
     // --- Local methods ---
 
-    private int produceQueued(Outgoing out) {
+    private int produceQueued(KafkaRecords.Outgoing out) {
         RecordKey key = recordKey(out.md);
         if (key == null) {
             gobj.inc(BAD_MESSAGES);
@@ -573,7 +568,7 @@ public final class KafkaOut implements GObjBehavior {
         return 0;
     }
 
-    private int produceDirect(Outgoing out, ObjectNode durable, GObj src) {
+    private int produceDirect(KafkaRecords.Outgoing out, ObjectNode durable, GObj src) {
         byte[] id = (new String(msgIdPrefix, StandardCharsets.UTF_8) + "direct/" + startedAtMs + "-" + (++directSeq))
                 .getBytes(StandardCharsets.UTF_8);
         KafkaLink.Offer offer = link.send(out.key, out.value, Map.of(GH_MSG_ID, id),
@@ -818,115 +813,6 @@ public final class KafkaOut implements GObjBehavior {
         }
         return out;
     }
-
-    // --- Records ---
-
-    /** What goes to Kafka: the value, the key (null: none), and the queue's md when the message came from a queue. */
-    static final class Outgoing {
-        final byte[] value;
-        final byte[] key;
-        final ObjectNode md;
-
-        Outgoing(byte[] value, byte[] key, ObjectNode md) {
-            this.value = value;
-            this.key = key;
-            this.md = md;
-        }
-    }
-
-    private static final byte[] MD_KEY = ("\"" + Kw.MD_TRQ + "\":").getBytes(StandardCharsets.US_ASCII);
-
-    /**
-     * A record as C_QIOGATE sends it. Its store writes the stored JSON with {@code ,"__md_trq__":{...}} appended
-     * inside the closing brace: the value is those bytes without it (no parse and no second serialisation of the
-     * message), the md is parsed from its own few bytes, and the key is read with a streaming parser that stops at
-     * it. Anything else (a queue that serialises another way) takes the general path: parse, remove, write.
-     */
-    static Outgoing fromQueue(ByteBuf buf, String[] keyPath) throws IOException {
-        byte[] b = new byte[buf.readableBytes()];
-        buf.getBytes(buf.readerIndex(), b);
-        int n = b.length;
-        int at = lastIndexOf(b, MD_KEY);
-        if (at > 0 && n >= 2 && b[n - 1] == '}' && (b[at - 1] == ',' || b[at - 1] == '{')) {
-            int mdFrom = at + MD_KEY.length;
-            JsonNode md = null;
-            try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
-                JsonNode tree = p.nextToken() == JsonToken.START_OBJECT ? Kw.MAPPER.readTree(p) : null;
-                // exactly one object up to the closing brace: the key is the last of the message
-                if (p.nextToken() == null) md = tree;
-            } catch (IOException notLast) {
-                // something follows the md: the general path below
-            }
-            if (md instanceof ObjectNode) {
-                int keep = b[at - 1] == ',' ? at - 1 : at;
-                byte[] value = new byte[keep + 1];
-                System.arraycopy(b, 0, value, 0, keep);
-                value[keep] = '}';
-                return new Outgoing(value, keyOf(value, keyPath), (ObjectNode) md);
-            }
-        }
-        JsonNode tree = Kw.MAPPER.readTree(b);
-        if (!(tree instanceof ObjectNode)) throw new IOException("not a JSON object");
-        ObjectNode msg = (ObjectNode) tree;
-        JsonNode md = msg.remove(Kw.MD_TRQ);
-        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath),
-                md instanceof ObjectNode ? (ObjectNode) md : null);
-    }
-
-    /** A message as a relay sends it to a durable output: a dict; metadata keys and references stay out. */
-    static Outgoing fromDict(ObjectNode kw, String[] keyPath) throws IOException {
-        ObjectNode msg = Kw.withoutMetadata(kw);
-        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath), null);
-    }
-
-    /** The key's text (a string as it is, a number or bool as its JSON text), null when absent or not a scalar. */
-    static byte[] keyText(JsonNode msg, String[] keyPath) {
-        if (keyPath == null) return null;
-        JsonNode n = msg;
-        for (String k : keyPath) {
-            n = n == null || !n.isObject() ? null : n.get(k);
-        }
-        if (n == null || !n.isValueNode() || n.isNull()) return null;
-        return n.asText().getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** {@link #keyText} read from JSON bytes with a streaming parser, stopping at the key. */
-    static byte[] keyOf(byte[] json, String[] keyPath) throws IOException {
-        if (keyPath == null) return null;
-        try (JsonParser p = Kw.MAPPER.getFactory().createParser(json)) {
-            if (p.nextToken() != JsonToken.START_OBJECT) throw new IOException("not a JSON object");
-            int level = 0;
-            while (true) {
-                JsonToken t = p.nextToken();
-                if (t != JsonToken.FIELD_NAME) return null;   // the end of the object looked at: no such key
-                String name = p.currentName();
-                JsonToken v = p.nextToken();
-                if (name.equals(keyPath[level])) {
-                    if (level == keyPath.length - 1) {
-                        return v.isScalarValue() && v != JsonToken.VALUE_NULL
-                                ? p.getText().getBytes(StandardCharsets.UTF_8) : null;
-                    }
-                    if (v != JsonToken.START_OBJECT) return null;
-                    level++;
-                } else {
-                    p.skipChildren();
-                }
-            }
-        }
-    }
-
-    private static int lastIndexOf(byte[] a, byte[] key) {
-        outer:
-        for (int i = a.length - key.length; i >= 0; i--) {
-            for (int j = 0; j < key.length; j++) {
-                if (a[i + j] != key[j]) continue outer;
-            }
-            return i;
-        }
-        return -1;
-    }
-
-    // --- Test hooks (package-private) ---
 
     KafkaLink link() {
         return link;

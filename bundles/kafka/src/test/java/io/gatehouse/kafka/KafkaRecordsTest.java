@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** What C_KAFKA makes of a queued message: the record value, its key and the queue's md, without a broker. */
-class KafkaOutRecordsTest {
+class KafkaRecordsTest {
     static ByteBuf buf(String s) {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
     }
@@ -28,7 +28,7 @@ class KafkaOutRecordsTest {
     void shouldCutTheMdOutOfTheStoredBytesAndReadTheKeyWhenTheQueueAppendedItLast() throws Exception {
         ByteBuf b = buf("{\"id\":\"dev-0042\",\"v\":{\"a\":[1,2]},\"__md_trq__\":{\"__msg_rowid__\":17,"
                 + "\"__msg_t__\":1764428000,\"__msg_gen__\":2}}");
-        KafkaOut.Outgoing o = KafkaOut.fromQueue(b, new String[] {"id"});
+        KafkaRecords.Outgoing o = KafkaRecords.fromQueue(b, new String[] {"id"});
         assertEquals("{\"id\":\"dev-0042\",\"v\":{\"a\":[1,2]}}", text(o.value));
         assertEquals("dev-0042", text(o.key));
         assertEquals(17, o.md.get("__msg_rowid__").asLong());
@@ -39,7 +39,7 @@ class KafkaOutRecordsTest {
 
     @Test
     void shouldGiveAnEmptyObjectWhenTheMessageHeldOnlyTheMd() throws Exception {
-        KafkaOut.Outgoing o = KafkaOut.fromQueue(buf("{\"__md_trq__\":{\"__msg_rowid__\":1}}"), new String[] {"id"});
+        KafkaRecords.Outgoing o = KafkaRecords.fromQueue(buf("{\"__md_trq__\":{\"__msg_rowid__\":1}}"), new String[] {"id"});
         assertEquals("{}", text(o.value));
         assertNull(o.key, "no key in the message: a keyless record");
         assertEquals(1, o.md.get("__msg_rowid__").asLong());
@@ -47,7 +47,7 @@ class KafkaOutRecordsTest {
 
     @Test
     void shouldTakeTheGeneralPathWhenTheMdIsNotTheLastKey() throws Exception {
-        KafkaOut.Outgoing o = KafkaOut.fromQueue(
+        KafkaRecords.Outgoing o = KafkaRecords.fromQueue(
                 buf("{\"__md_trq__\":{\"__msg_rowid__\":5},\"id\":7,\"x\":\"__md_trq__\"}"), new String[] {"id"});
         assertEquals("{\"id\":7,\"x\":\"__md_trq__\"}", text(o.value));
         assertEquals("7", text(o.key), "a number key is its decimal text, as C_MQIOGATE reads it");
@@ -57,24 +57,24 @@ class KafkaOutRecordsTest {
     @Test
     void shouldFollowANestedKeyPathAndSkipWhatIsAroundIt() throws Exception {
         String[] path = {"dev", "id"};
-        assertEquals("a1", text(KafkaOut.keyOf(
+        assertEquals("a1", text(KafkaRecords.keyOf(
                 "{\"x\":{\"id\":\"no\"},\"dev\":{\"y\":[{\"id\":\"no\"}],\"id\":\"a1\"}}".getBytes(StandardCharsets.UTF_8), path)));
-        assertNull(KafkaOut.keyOf("{\"dev\":\"flat\"}".getBytes(StandardCharsets.UTF_8), path));
-        assertNull(KafkaOut.keyOf("{\"dev\":{\"id\":null}}".getBytes(StandardCharsets.UTF_8), path));
-        assertNull(KafkaOut.keyOf("{\"dev\":{\"id\":{\"deeper\":1}}}".getBytes(StandardCharsets.UTF_8), path));
+        assertNull(KafkaRecords.keyOf("{\"dev\":\"flat\"}".getBytes(StandardCharsets.UTF_8), path));
+        assertNull(KafkaRecords.keyOf("{\"dev\":{\"id\":null}}".getBytes(StandardCharsets.UTF_8), path));
+        assertNull(KafkaRecords.keyOf("{\"dev\":{\"id\":{\"deeper\":1}}}".getBytes(StandardCharsets.UTF_8), path));
     }
 
     @Test
     void shouldRefuseAPayloadThatIsNotAJsonObject() {
-        assertThrows(java.io.IOException.class, () -> KafkaOut.fromQueue(buf("not json"), new String[] {"id"}));
-        assertThrows(java.io.IOException.class, () -> KafkaOut.fromQueue(buf("[1,2]"), new String[] {"id"}));
+        assertThrows(java.io.IOException.class, () -> KafkaRecords.fromQueue(buf("not json"), new String[] {"id"}));
+        assertThrows(java.io.IOException.class, () -> KafkaRecords.fromQueue(buf("[1,2]"), new String[] {"id"}));
     }
 
     @Test
     void shouldLeaveMetadataAndReferencesOutOfARelayedDict() throws Exception {
         ObjectNode kw = Kw.parse("{\"id\":\"d1\",\"n\":1,\"__temp__\":{\"channel\":\"in-1\"}}");
         Kw.putRef(kw, "gate", new Object());
-        KafkaOut.Outgoing o = KafkaOut.fromDict(kw, new String[] {"id"});
+        KafkaRecords.Outgoing o = KafkaRecords.fromDict(kw, new String[] {"id"});
         assertEquals("{\"id\":\"d1\",\"n\":1}", text(o.value));
         assertEquals("d1", text(o.key));
         assertNull(o.md);
