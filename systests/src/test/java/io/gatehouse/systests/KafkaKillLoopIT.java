@@ -21,6 +21,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * them), so what is left after that dedup is only what the producer itself sent twice.
  */
 class KafkaKillLoopIT {
+    /** Messages an edge acks after each (re)start before it is killed again. */
+    static final int PROGRESS = Reliability.pick(2_000, 10_000);
+
+    static void awaitProgress(Reliability.Producer p, long acked, long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (p.ackedCount() < acked) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("the producer reached " + p.ackedCount() + " acks of " + acked + " in "
+                        + timeoutMs + " ms");
+            }
+            Thread.sleep(50);
+        }
+    }
+
     @Test
     @Timeout(1200)
     void shouldLoseNothingAckedAndLeaveNoEdgeDuplicateAfterGhMsgIdDedupWhenKilledFiveTimesUnderLoad() throws Exception {
@@ -35,10 +49,15 @@ class KafkaKillLoopIT {
             edge.start();
             Reliability.Producer producer = new Reliability.Producer(edge.input, 0, count);
             producer.rate = Reliability.pick(3_000, 5_000);   // keeps the load on through every round
+            // an edge acks within milliseconds; only a starved machine takes seconds, and a resend then is noise
+            producer.resendAfterMs = 30_000;
             CompletableFuture<Boolean> flow = CompletableFuture.supplyAsync(() -> producer.run(900_000));
             StringBuilder kills = new StringBuilder();
             for (int r = 1; r <= rounds; r++) {
-                Thread.sleep(1000 + random.nextInt(2500));
+                // Under load means mid-flow: the edge has taken a good number of messages since it (re)started, so
+                // it holds records in its queue and its producer when it dies, however slow the machine is.
+                awaitProgress(producer, producer.ackedCount() + PROGRESS, 240_000);
+                Thread.sleep(random.nextInt(1500));
                 edge.kill9();
                 kills.append(r == 1 ? "" : ",").append(producer.ackedCount());
                 Thread.sleep(random.nextInt(500));
