@@ -54,7 +54,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <pre>
  * KafkaEdgeBench [--rounds 3] [--records 1000000] [--size 132] [--warmup 5] [--duration 20] [--connections 4]
- *                [--window 2000] [--key ""] [--dir DIR]
+ *                [--window 2000] [--key ""] [--max-in-flight 10000] [--dir DIR]
  * </pre>
  */
 public final class KafkaEdgeBench {
@@ -72,6 +72,7 @@ public final class KafkaEdgeBench {
         int connections = 4;
         int window = 2000;
         String key = "";
+        long maxInFlight = 10_000;
         Path dir = null;
         for (int i = 0; i < args.length; i += 2) {
             String v = args[i + 1];
@@ -84,21 +85,27 @@ public final class KafkaEdgeBench {
                 case "--connections": connections = Integer.parseInt(v); break;
                 case "--window": window = Integer.parseInt(v); break;
                 case "--key": key = v; break;
+                case "--max-in-flight": maxInFlight = Long.parseLong(v); break;
                 case "--dir": dir = Path.of(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         if (dir == null) dir = Files.createTempDirectory("kafka-edge-bench-");
         System.out.printf(Locale.ROOT, "# kafka edge bench: %d rounds, value %d B, acks=all, idempotent, key '%s'; "
-                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, warm-up %.0f s, "
-                        + "window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, size, key, records, connections,
-                window, warmup, duration, System.getProperty("java.version"),
+                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, max_in_flight %d, "
+                        + "warm-up %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, size, key, records,
+                connections, window, maxInFlight, warmup, duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         List<ProducerPerformanceRunner.Result> base = new ArrayList<>();
         List<EdgeResult> edge = new ArrayList<>();
         try (KafkaBroker broker = KafkaBroker.builder(dir.resolve("broker"))
                 .jvmOptions(KafkaBroker.BENCH_JVM_OPTIONS).start()) {
             System.out.printf("broker %s started in %d ms%n", broker.bootstrapServers(), broker.lastStartTime().toMillis());
+            // The edge runs in this JVM, which starts cold: a first round, not counted, compiles its paths (each
+            // ProducerPerformance round leaves its cold start out with its warm-up records).
+            EdgeResult cold = runEdge(broker, "gh-warmup", dir, size, key, maxInFlight, connections, window, warmup,
+                    duration, 0);
+            System.out.printf(Locale.ROOT, "warm-up edge round (not counted): %s%n", cold);
             for (int r = 1; r <= rounds; r++) {
                 String t = "pp-" + r;
                 broker.createTopic(t, 1);
@@ -107,7 +114,7 @@ public final class KafkaEdgeBench {
                 base.add(p);
                 System.out.printf(Locale.ROOT, "round %d ProducerPerformance: %s; load %s%n", r, p,
                         loadAverage());
-                EdgeResult e = runEdge(broker, "gh-" + r, dir, size, key, connections, window, warmup, duration, 0);
+                EdgeResult e = runEdge(broker, "gh-" + r, dir, size, key, maxInFlight, connections, window, warmup, duration, 0);
                 edge.add(e);
                 System.out.printf(Locale.ROOT, "round %d edge: %s; load %s%n", r, e, loadAverage());
             }
@@ -123,7 +130,7 @@ public final class KafkaEdgeBench {
                     .records(Math.max(records / 2, halfBase * 20)).recordSize(size).warmupRecords(records / 10)
                     .throughput(halfBase).run(dir.resolve("pp-half.log"));
             System.out.printf(Locale.ROOT, "ProducerPerformance at %d records/s: %s%n", halfBase, pHalf);
-            EdgeResult eHalf = runEdge(broker, "gh-half", dir, size, key, 1, window, warmup, duration, halfEdge);
+            EdgeResult eHalf = runEdge(broker, "gh-half", dir, size, key, maxInFlight, 1, window, warmup, duration, halfEdge);
             System.out.printf(Locale.ROOT, "edge at %d msgs/s: %s%n", halfEdge, eHalf);
 
             System.out.println();
@@ -155,13 +162,18 @@ public final class KafkaEdgeBench {
         double valueBytes;
         double p50InputUs;
         double p99InputUs;
+        long inFlight;
+        double requestLatencyMs;
+        double recordsPerRequest;
         Histogram latency = new Histogram(3);
 
         @Override
         public String toString() {
             return String.format(Locale.ROOT, "%,.0f records/s into Kafka, %,.0f msgs/s acked at the input (p50 %.0f us, "
-                            + "p99 %.0f us to the durable ack), %d left queued, value %.0f B%s", kafkaRate, inputRate,
-                    p50InputUs, p99InputUs, queuedAtEnd, valueBytes, latency.getTotalCount() == 0 ? ""
+                            + "p99 %.0f us to the durable ack), %d left queued, value %.0f B; at the end %d in the producer, "
+                            + "request latency avg %.1f ms, %.0f records per request%s", kafkaRate, inputRate,
+                    p50InputUs, p99InputUs, queuedAtEnd, valueBytes, inFlight, requestLatencyMs, recordsPerRequest,
+                    latency.getTotalCount() == 0 ? ""
                             : String.format(Locale.ROOT, ", write -> append p50 %d ms p99 %d ms max %d ms",
                             latency.getValueAtPercentile(50), latency.getValueAtPercentile(99), latency.getMaxValue()));
         }
@@ -172,8 +184,8 @@ public final class KafkaEdgeBench {
      * generator, throughput only. Paced: a producer that writes its send time into each message, and the latency
      * read back from the topic.
      */
-    static EdgeResult runEdge(KafkaBroker broker, String topic, Path dir, int size, String key, int connections,
-                              int window, double warmup, double duration, long rate) throws Exception {
+    static EdgeResult runEdge(KafkaBroker broker, String topic, Path dir, int size, String key, long maxInFlight,
+                              int connections, int window, double warmup, double duration, long rate) throws Exception {
         broker.createTopic(topic, 1, Map.of("message.timestamp.type", "LogAppendTime"));
         Path data = Files.createTempDirectory(dir, topic + "-data-");
         EdgeResult res = new EdgeResult();
@@ -182,7 +194,7 @@ public final class KafkaEdgeBench {
             List<GClassSpec<?>> gclasses = new ArrayList<>(SideBySide.gclasses(queues));
             gclasses.add(new KafkaOutGClass().spec());
             try (YunoRuntime rt = YunoRuntime.builder().name("bench").dataDir(data).gclasses(gclasses)
-                    .config(edgeConfig(input, broker.bootstrapServers(), topic, key)).build().start()) {
+                    .config(edgeConfig(input, broker.bootstrapServers(), topic, key, maxInFlight)).build().start()) {
                 awaitListening(input, 20_000);
                 long deadline = System.currentTimeMillis() + 60_000;
                 while (!stats(rt).path("connected").asBoolean() && System.currentTimeMillis() < deadline) Thread.sleep(50);
@@ -216,7 +228,11 @@ public final class KafkaEdgeBench {
                 long t0 = System.nanoTime();
                 long fromMs = System.currentTimeMillis();
                 Thread.sleep((long) (duration * 1000));
-                long a1 = stats(rt).path("records_acked").asLong();
+                JsonNode end = stats(rt);
+                long a1 = end.path("records_acked").asLong();
+                res.inFlight = end.path("in_flight").asLong();
+                res.requestLatencyMs = end.path("kafka_request_latency_avg").asDouble();
+                res.recordsPerRequest = end.path("kafka_records_per_request_avg").asDouble();
                 long in1 = timed == null ? 0 : timed.acked.get();
                 double secs = (System.nanoTime() - t0) / 1e9;
                 long toMs = System.currentTimeMillis();
@@ -273,12 +289,12 @@ public final class KafkaEdgeBench {
     }
 
     /** The bench edge: dynamic input channels (as SideBySide) → relay → C_QIOGATE (interval) → C_KAFKA. */
-    static String edgeConfig(int inputPort, String servers, String topic, String key) {
+    static String edgeConfig(int inputPort, String servers, String topic, String key, long maxInFlight) {
         return "{\"yuno\":{\"yuno_role\":\"gatehouse\",\"yuno_name\":\"bench\"},\"services\":["
                 + "{\"name\":\"__output_side__\",\"gclass\":\"C_QIOGATE\",\"priority\":3,\"kw\":{\"topic_name\":\"bench\","
                 + "\"fsync_policy\":\"interval\",\"alert_queue_size\":0},\"children\":[{\"name\":\"kafka\","
                 + "\"gclass\":\"C_KAFKA\",\"kw\":{\"bootstrap_servers\":\"" + servers + "\",\"topic\":\"" + topic
-                + "\",\"key\":\"" + key + "\",\"max_in_flight\":10000}}]},"
+                + "\",\"key\":\"" + key + "\",\"max_in_flight\":" + maxInFlight + "}}]},"
                 + "{\"name\":\"relay\",\"gclass\":\"C_RELAY\",\"priority\":4,\"kw\":{\"input\":\"__input_side__\","
                 + "\"output\":\"__output_side__\"}},"
                 + "{\"name\":\"__input_side__\",\"gclass\":\"C_IOGATE\",\"priority\":5,\"children\":["
