@@ -104,7 +104,7 @@ public abstract class ITSupport {
             mavenBundle("com.fasterxml.jackson.core", "jackson-databind").versionAsInProject());
     }
 
-    /** Every Netty bundle the distribution ships (core ones plus codec/handler for the transports). */
+    /** Every Netty bundle the distribution ships (core ones plus codec/handler for the transports, codec-http for HTTP). */
     public static Option nettyBundles() {
         return composite(
             mavenBundle("io.netty", "netty-common").versionAsInProject(),
@@ -113,7 +113,8 @@ public abstract class ITSupport {
             mavenBundle("io.netty", "netty-transport").versionAsInProject(),
             mavenBundle("io.netty", "netty-transport-native-unix-common").versionAsInProject(),
             mavenBundle("io.netty", "netty-codec").versionAsInProject(),
-            mavenBundle("io.netty", "netty-handler").versionAsInProject());
+            mavenBundle("io.netty", "netty-handler").versionAsInProject(),
+            mavenBundle("io.netty", "netty-codec-http").versionAsInProject());
     }
 
     /** The named Gatehouse bundles ("api", "core", "tcp4h", ...) from the reactor, as {@code file:} URLs. */

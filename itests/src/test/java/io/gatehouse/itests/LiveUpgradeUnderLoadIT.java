@@ -57,8 +57,9 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     private static final String DEPLOY = "gatehouse.itests.liveupgrade.deploy";
     private static final String JARS = "gatehouse.itests.liveupgrade.jars";
     static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 20_000);
-    static final List<String> BUNDLES = List.of("tcp", "tcp4h", "channel", "iogate", "qiogate", "mqiogate", "trqueue",
-        "relay", "sink", "portal");
+    /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
+    static final List<String> BUNDLES = List.of(System.getProperty("gatehouse.itests.liveupgrade.bundles",
+        "tcp,tcp4h,channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http").split(","));
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Services of the demo config that the sinks of this test replace. */
     private static final Set<String> DEMO_SINKS = Set.of("__sink0_side__", "sink0", "__sink1_side__", "sink1");
@@ -110,6 +111,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
             vars.put("__input_port__", String.valueOf(input));
             vars.put("__sink0_port__", String.valueOf(sink0));
             vars.put("__sink1_port__", String.valueOf(sink1));
+            vars.put("__http_port__", String.valueOf(freePorts(1)[0]));   // never the demo's fixed HTTP port
             ArrayNode kept = JSON.createArrayNode();
             for (JsonNode s : cfg.get("services")) {
                 if (!DEMO_SINKS.contains(s.path("name").asText())) kept.add(s);

@@ -5,6 +5,7 @@ import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.channel.ChannelGClass;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.http.ProtHttpSrGClass;
 import io.gatehouse.iogate.IoGateGClass;
 import io.gatehouse.mqiogate.MqIoGateGClass;
 import io.gatehouse.qiogate.QIoGateGClass;
@@ -35,16 +36,23 @@ final class Gateways {
     static List<GClassSpec<?>> allGclasses(TrQueueFactory queues) {
         return List.of(new TcpGClass().spec(), new TcpSGClass().spec(), new ProtTcp4hGClass().spec(),
                 new ChannelGClass().spec(), new IoGateGClass().spec(), new QIoGateGClass(queues).spec(),
-                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
+                new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec(),
+                new ProtHttpSrGClass().spec());
     }
 
-    /** The runtime's default config (the demo gateway) with its config variables replaced. */
+    /**
+     * The runtime's default config (the demo gateway) with its config variables replaced. An ingest port the caller
+     * does not set gets a free one, so a test never binds the demo's fixed ports (a gateway may be running).
+     */
     static ObjectNode demoConfig(Map<String, String> vars) {
         try {
             ObjectNode cfg = YunoRuntime.parseConfig(Files.readString(Path.of(System.getProperty(
                     "gatehouse.demo.config", "../runtime/felix/src/main/dist/conf/gatehouse.json"))));
             ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
             vars.forEach(v::put);
+            if (v.has("__http_port__") && !vars.containsKey("__http_port__")) {
+                v.put("__http_port__", String.valueOf(freePorts(1)[0]));
+            }
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -61,16 +61,17 @@ final class Reliability {
         return Files.createTempDirectory(dir, name + "-");
     }
 
-    /** Ports: input, sink0, sink1, control. */
+    /** Ports: input, sink0, sink1, control, http. */
     static final class Ports {
-        final int input, sink0, sink1, control;
+        final int input, sink0, sink1, control, http;
 
         Ports() {
-            int[] p = Gateways.freePorts(4);
+            int[] p = Gateways.freePorts(5);
             input = p[0];
             sink0 = p[1];
             sink1 = p[2];
             control = p[3];
+            http = p[4];
         }
     }
 
@@ -80,6 +81,7 @@ final class Reliability {
         ObjectNode v = (ObjectNode) cfg.get("__json_config_variables__");
         Map.of("__host__", "127.0.0.1", "__input_port__", "" + p.input, "__sink0_port__", "" + p.sink0,
                 "__sink1_port__", "" + p.sink1).forEach(v::put);
+        if (v.has("__http_port__")) v.put("__http_port__", "" + p.http);
         ArrayNode services = (ArrayNode) cfg.get("services");
         for (int i = services.size() - 1; i >= 0; i--) {
             String name = services.get(i).get("name").asText();

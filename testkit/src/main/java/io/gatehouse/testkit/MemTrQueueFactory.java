@@ -25,7 +25,9 @@ import java.util.concurrent.Executor;
 
 /**
  * An in-memory {@link TrQueueFactory} for tests: topics survive a close (a "restart" reopens them with their
- * pending rows), durability is automatic or driven by the test, appends can be made to fail (disk full).
+ * pending rows), durability is automatic or driven by the test, appends can be made to fail (disk full). Two
+ * factories can share their topics ({@link #MemTrQueueFactory(MemTrQueueFactory)}): two revisions of the trqueue
+ * bundle over the same data directory, as in a live upgrade of trqueue.
  */
 public final class MemTrQueueFactory implements TrQueueFactory {
 
@@ -74,7 +76,7 @@ public final class MemTrQueueFactory implements TrQueueFactory {
         }
     }
 
-    private final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    private final Map<String, Topic> topics;
     /** Appends fail (answer null) while set: the disk is full. */
     public volatile boolean failAppends;
     /** Appends fail for topics whose key (path) ends with one of these. */
@@ -82,6 +84,26 @@ public final class MemTrQueueFactory implements TrQueueFactory {
     /** Records become durable at append (as NONE/ALWAYS); when false the test calls {@link Mem#makeDurable()}. */
     public volatile boolean autoDurable = true;
     public final List<Mem> opened = new ArrayList<>();
+
+    public MemTrQueueFactory() {
+        this.topics = new ConcurrentHashMap<>();
+    }
+
+    /**
+     * A factory over the same topics as {@code sameDisk}: another revision of the trqueue bundle, opening what the
+     * first one wrote. A topic still open in one cannot be opened in the other (its lock), as on disk.
+     */
+    public MemTrQueueFactory(MemTrQueueFactory sameDisk) {
+        this.topics = sameDisk.topics;
+    }
+
+    /**
+     * Closes every queue this factory opened and did not close yet, as the trqueue bundle's factory does when its
+     * component goes away (a {@code Bundle.update()} of trqueue): handles held elsewhere are closed under them.
+     */
+    public synchronized void close() {
+        for (Mem m : opened) m.close();
+    }
 
     @Override
     public synchronized TrQueue open(Path trangerPath, String database, String topicName, String tkey, int systemFlag,
@@ -340,7 +362,12 @@ public final class MemTrQueueFactory implements TrQueueFactory {
         }
 
         @Override public FsyncPolicy fsyncPolicy() { return options.fsyncPolicy(); }
-        @Override public long lastRowid() { return tp.rows.size(); }
+        /** 0 once closed: like the trqueue's, a closed queue has no topic any more. */
+        @Override public long lastRowid() { return closed ? 0 : tp.rows.size(); }
+
+        public boolean isClosed() {
+            return closed;
+        }
         @Override public long durableRowid() { return durable; }
 
         @Override

@@ -87,4 +87,13 @@ public interface GObjBehavior {
      * an envelope). {@code src} tells who asks: a C_CHANNEL answers its bare counters to its parent.
      */
     default ObjectNode onStats(String filter, ObjectNode kw, GObj src) { return null; }
+
+    /**
+     * The message counters of a gclass that counts with a {@link RateWindow} (C_CHANNEL, C_IOGATE), or null.
+     * Readers that must not move the read-driven rate window of seeds/000 take {@link RateWindow#txMsgs()} and
+     * {@link RateWindow#rxMsgs()} from here and never call {@link RateWindow#read()}: core's {@code /metrics},
+     * its MBeans and the live page's sampler do, so only {@code stats} reads (a person's {@code stats-yuno}, a
+     * parent gate) close a window. The name is the accessor C_CHANNEL and C_IOGATE already had.
+     */
+    default RateWindow msgs() { return null; }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.api;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -20,6 +21,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  *   <li>Every reader shares the one window (each sees the rate since the previous reader's closing read).</li>
  * </ul>
  * There is no timer: a gobj nobody reads costs two increments per message.
+ *
+ * <p>{@link #txMsgs()} and {@link #rxMsgs()} are plain counters (they only go up, until {@link #reset()}) and
+ * reading them moves nothing. Readers that poll on their own schedule (Prometheus scrapes, the live page's
+ * sampler) take those, found through {@link GObjBehavior#msgs()}, and compute their own rates, so they never
+ * turn the rate of a person's {@code stats-yuno} into the average of the poll interval.
  *
  * <p>Not thread-safe: like every gobj state, it lives on the yuno's core thread.
  */
@@ -123,6 +129,45 @@ public final class RateWindow {
         out.put(MAX_TX_MSGSEC, maxTxMsgsec);
         out.put(MAX_RX_MSGSEC, maxRxMsgsec);
         return out;
+    }
+
+    // --- Live upgrade ---
+
+    /**
+     * Everything the window holds, as JSON, for the behaviour of another revision of the gclass that owns it
+     * ({@code GObjBehavior.onExport}): the counters, whether a window is open, when it opened (a time of the yuno's
+     * monotonic clock) and the counters at that moment, the last rates and the maxima. JSON rather than the object,
+     * so that a revision holding its own copy of this class can take it.
+     */
+    public ObjectNode exportState() {
+        ObjectNode s = putStats(JsonNodeFactory.instance.objectNode());
+        s.put("open", open);
+        s.put("window_start_ms", windowStartMs);
+        s.put("window_tx", windowTx);
+        s.put("window_rx", windowRx);
+        return s;
+    }
+
+    /**
+     * Takes what {@link #exportState} gave, on the same clock: the next read closes the window the old behaviour
+     * opened, at the same time and with the same counts, so no message and no millisecond is lost to a rate.
+     *
+     * @throws IllegalArgumentException when {@code s} is not such a state (the upgrade then falls back to a rebuild)
+     */
+    public void importState(JsonNode s) {
+        if (s == null || !s.isObject() || !s.path(TX_MSGS).isIntegralNumber() || !s.path("open").isBoolean()) {
+            throw new IllegalArgumentException("not a rate window state: " + s);
+        }
+        txMsgs = s.path(TX_MSGS).asLong();
+        rxMsgs = s.path(RX_MSGS).asLong();
+        txMsgsec = s.path(TX_MSGSEC).asLong();
+        rxMsgsec = s.path(RX_MSGSEC).asLong();
+        maxTxMsgsec = s.path(MAX_TX_MSGSEC).asLong();
+        maxRxMsgsec = s.path(MAX_RX_MSGSEC).asLong();
+        open = s.path("open").asBoolean();
+        windowStartMs = s.path("window_start_ms").asLong();
+        windowTx = s.path("window_tx").asLong();
+        windowRx = s.path("window_rx").asLong();
     }
 
     @Override

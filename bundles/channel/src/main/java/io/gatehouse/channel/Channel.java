@@ -80,6 +80,9 @@ public final class Channel implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
             .description("One logical link over a protocol stack: open/closed, message counters and rates")
             .attrs(OPENED)
@@ -88,6 +91,7 @@ public final class Channel implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
+            .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();
 
@@ -128,7 +132,28 @@ public final class Channel implements GObjBehavior {
         return bottom.stats(filter, kw, gobj);
     }
 
+    /**
+     * A live upgrade: the rate window is all the channel holds besides what core keeps (the FSM state, which is
+     * open or closed, the {@code opened} attribute and the bottom), so the next read of its rates closes the window
+     * the old revision opened, at the same time and with the same counts.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("msgs", msgs.exportState());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_CHANNEL takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        msgs.importState(state.get("msgs"));
+    }
+
     /** The counters and rates as last computed, without reading (the window does not move). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }

@@ -30,7 +30,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A yuno: the gclass registry it builds from, the gobj tree built from a Yuneta config, its services and
@@ -281,9 +283,42 @@ final class YunoImpl implements Yuno {
         }
         if (running) {
             built.sort(Comparator.<ServiceNode>comparingInt(s -> s.priority).thenComparingInt(s -> s.order));
-            for (ServiceNode sn : built) startService(sn);
+            for (ServiceNode sn : built) startAfterIo(sn);
         }
         return outcome;
+    }
+
+    private final List<ServiceNode> toStartAfterIo = new ArrayList<>();
+    private CompletableFuture<Void> startedAfterIo = CompletableFuture.completedFuture(null);
+
+    /**
+     * Starts a service built in this task on a later turn of the core loop, after its selector has run. The JDK
+     * closes a listening socket registered with a selector only at that selector's next select: a listener rebuilt
+     * in the task that closed the old one on the same port would find the port still bound ("Address already in
+     * use"). Services queued together start in the order they were queued.
+     */
+    private void startAfterIo(ServiceNode sn) {
+        if (toStartAfterIo.isEmpty()) {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            startedAfterIo = done;
+            // A scheduled task, not execute(): Netty moves due scheduled tasks to the task queue once per loop turn,
+            // so this runs after the next select even when the loop is busy with other tasks.
+            loop.schedule(() -> {
+                List<ServiceNode> now = new ArrayList<>(toStartAfterIo);
+                toStartAfterIo.clear();
+                try {
+                    if (running) for (ServiceNode n : now) startService(n);
+                } finally {
+                    done.complete(null);
+                }
+            }, 0, TimeUnit.MILLISECONDS);
+        }
+        toStartAfterIo.add(sn);
+    }
+
+    /** Completes once the services queued by a reconfigure or an upgrade's rebuild have been started. */
+    CompletableFuture<Void> startedAfterIo() {
+        return startedAfterIo;
     }
 
     private ObjectNode pendingTraceLevels;
@@ -503,7 +538,7 @@ final class YunoImpl implements Yuno {
                 try {
                     buildService(sn);
                     resolveNamedSubscribers();
-                    if (running) startService(sn);
+                    if (running) startAfterIo(sn);
                 } catch (ConfigException e) {
                     Glog.error(null, "Service cannot be built", "service", sn.name, "error", e.getMessage());
                 }

@@ -224,7 +224,24 @@ public final class YunoRuntime implements AutoCloseable {
      * {@code gclasses}, {@code gobjs_migrated}, {@code rebuilt} (service and reason), {@code pause_ms}.
      */
     public ObjectNode gclassesArrived(List<GClassSpec<?>> specs) {
-        return call(() -> yuno.gclassesArrived(specs).toJson());
+        ObjectNode report = call(() -> yuno.gclassesArrived(specs).toJson());
+        awaitStartedAfterIo();
+        return report;
+    }
+
+    /** Rebuilt services start on a later loop turn ({@link YunoImpl#startedAfterIo}): a caller sees them started. */
+    private void awaitStartedAfterIo() {
+        if (yuno.inCoreThread()) return;
+        try {
+            call(yuno::startedAfterIo).get(CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("rebuilt services not started within " + CALL_TIMEOUT_MS + " ms", e);
+        }
     }
 
     /**
@@ -248,7 +265,9 @@ public final class YunoRuntime implements AutoCloseable {
      * ({@code unchanged}, {@code written}, {@code rebuilt}, {@code removed}, {@code added}, {@code waiting}).
      */
     public Map<String, String> reconfigure(ObjectNode config) {
-        return call(() -> yuno.reconfigure(config));
+        Map<String, String> outcome = call(() -> yuno.reconfigure(config));
+        awaitStartedAfterIo();
+        return outcome;
     }
 
     /** Services waiting for gclasses, with the gclasses they wait for. */

@@ -97,6 +97,9 @@ public final class IoGate implements GObjBehavior {
             "Channel name, a regular expression (empty: every channel)");
     private static final Param PM_OPENED = Param.bool("opened", "false", "Only the opened channels");
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<IoGate> SPEC = GClassSpec.builder(GClassNames.C_IOGATE, IoGate.class)
             .description("Routes messages between its channels and the gobjs above: one, all or round robin")
             .attrs(SEND_TYPE)
@@ -111,6 +114,7 @@ public final class IoGate implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message routed, with its channel, size and kw")
             .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(IoGate::new)
             .build();
 
@@ -174,7 +178,39 @@ public final class IoGate implements GObjBehavior {
         return Envelope.ok(data);
     }
 
+    /**
+     * A live upgrade: the rate window, the channel send_type 0 sticks to, where round robin goes next, and the
+     * streaks of dropped messages. The channels themselves are children: they stay, open, with their own windows.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("msgs", msgs.exportState());
+        if (currentChannel != null) Kw.putRef(s, "current_channel", currentChannel);
+        s.put("round_robin_next", roundRobinNext);
+        ObjectNode st = s.putObject("streaks");
+        st.put("no_channel", noChannel.count());
+        st.put("unknown_channel", unknownChannel.count());
+        st.put("bad_send_type", badSendType.count());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_IOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        msgs.importState(state.get("msgs"));
+        currentChannel = Kw.ref(state, "current_channel", GObj.class);
+        roundRobinNext = state.path("round_robin_next").asInt(0);
+        JsonNode st = state.path("streaks");
+        noChannel.resume(st.path("no_channel").asLong(0));
+        unknownChannel.resume(st.path("unknown_channel").asLong(0));
+        badSendType.resume(st.path("bad_send_type").asLong(0));
+    }
+
     /** The counters and rates as last computed (no read). */
+    @Override
     public RateWindow msgs() {
         return msgs;
     }

@@ -42,6 +42,10 @@ import java.util.Locale;
  * child answers {@link Ev#EV_ON_DURABLE} to the sender itself. With {@code broadcast} every copy carries a join:
  * the children answer this gate, and the sender gets its EV_ON_DURABLE once, when every child has its copy
  * durable, and never if any child could not store its copy.
+ *
+ * <p>Live upgrade: a join lives in the children's durability waits, not in this gate, and is a JSON dict (the
+ * copies left, whether one failed) holding the sender and its dict by reference: api and Jackson types, which any
+ * revision reads. So a join begun by one revision is completed by the next, with nothing to hand over for it.
  */
 public final class MqIoGate implements GObjBehavior {
 
@@ -89,6 +93,9 @@ public final class MqIoGate implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<MqIoGate> SPEC = GClassSpec.builder(GClassNames.C_MQIOGATE, MqIoGate.class)
             .description("Sends each message to one of its C_QIOGATE children (lastdigits, consistent) or to all")
             .attrs(METHOD, DIGITS, KEY)
@@ -101,27 +108,22 @@ public final class MqIoGate implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace which child each message is routed to, or how many a broadcast reached")
             .confirmsDurability()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(MqIoGate::new)
             .build();
 
     // --- Private data ---
 
-    /** In the {@link Kw#DURABLE} dict of a broadcast copy: the {@link Join} of its message (a reference). */
+    /**
+     * In the {@link Kw#DURABLE} dict of a broadcast copy: the join of its message, one dict shared by reference by
+     * every copy: {@code left} (copies still to be durable), {@code failed} (a child refused its copy), and
+     * references to the sender ({@code reply_to}) and to the dict it sent ({@code durable}).
+     */
     private static final String JOIN = "join";
-
-    /** The copies of one broadcast message still to be durable, and whom to tell when they all are. */
-    private static final class Join {
-        final ObjectNode durable;
-        final GObj replyTo;
-        int left;
-        boolean failed;
-
-        Join(ObjectNode durable, GObj replyTo, int copies) {
-            this.durable = durable;
-            this.replyTo = replyTo;
-            this.left = copies;
-        }
-    }
+    private static final String JOIN_LEFT = "left";
+    private static final String JOIN_FAILED = "failed";
+    private static final String JOIN_REPLY_TO = "reply_to";
+    private static final String JOIN_DURABLE = "durable";
 
     /** Where a message goes: the child index, and why it went to the first child instead (null: it did not). */
     private record Route(int index, String fault) {}
@@ -167,6 +169,28 @@ public final class MqIoGate implements GObjBehavior {
     public int onStart() {
         if (destinations().isEmpty()) Glog.error(gobj, "NO CHILDS of C_QIOGATE gclass");
         return 0;
+    }
+
+    /** A live upgrade: the streaks. The joins in flight need nothing (see the class comment). */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        ObjectNode st = s.putObject("streaks");
+        st.put("bad_key", badKey.count());
+        st.put("no_destination", noDestination.count());
+        st.put("copy_refused", copyRefused.count());
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_MQIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        JsonNode st = state.path("streaks");
+        badKey.resume(st.path("bad_key").asLong(0));
+        noDestination.resume(st.path("no_destination").asLong(0));
+        copyRefused.resume(st.path("copy_refused").asLong(0));
     }
 
     /** The envelope with one entry per child: that C_QIOGATE's stats data (its bottom's counters and rates too). */
@@ -274,9 +298,16 @@ public final class MqIoGate implements GObjBehavior {
 
     /** A child has a broadcast copy durable: the sender is told when the last copy is. */
     private int acOnDurable(String event, ObjectNode kw, GObj src) {
-        Join j = Kw.ref(kw, JOIN, Join.class);
-        if (j == null || j.failed || --j.left > 0) return 0;
-        if (j.replyTo != null && !j.replyTo.isDestroyed()) j.replyTo.send(Ev.EV_ON_DURABLE, j.durable, gobj);
+        ObjectNode j = Kw.ref(kw, JOIN, ObjectNode.class);
+        if (j == null || j.path(JOIN_FAILED).asBoolean()) return 0;
+        int left = j.path(JOIN_LEFT).asInt() - 1;
+        j.put(JOIN_LEFT, left);
+        if (left > 0) return 0;
+        GObj replyTo = Kw.ref(j, JOIN_REPLY_TO, GObj.class);
+        ObjectNode durable = Kw.ref(j, JOIN_DURABLE, ObjectNode.class);
+        if (replyTo != null && !replyTo.isDestroyed() && durable != null) {
+            replyTo.send(Ev.EV_ON_DURABLE, durable, gobj);
+        }
         return 0;
     }
 
@@ -312,11 +343,11 @@ public final class MqIoGate implements GObjBehavior {
 
     /**
      * Every child gets its own copy (JSON deep-copied, gbuffer duplicated with its own read index); the last
-     * child takes the original. The sender's EV_ON_DURABLE waits for every child's copy (a {@link Join}).
+     * child takes the original. The sender's EV_ON_DURABLE waits for every child's copy (a {@link #JOIN join}).
      */
     private int broadcast(List<GObj> dst, ObjectNode kw, GObj src) {
         JsonNode d = kw.remove(Kw.DURABLE);
-        Join join = d instanceof ObjectNode ? new Join((ObjectNode) d, src, dst.size()) : null;
+        ObjectNode join = d instanceof ObjectNode ? join((ObjectNode) d, src, dst.size()) : null;
         ByteBuf buf = Kw.gbuffer(kw);
         int ret = 0;
         int stored = 0;
@@ -330,7 +361,7 @@ public final class MqIoGate implements GObjBehavior {
             int r = dst.get(i).send(Ev.EV_SEND_MESSAGE, k, gobj);
             if (r < 0) {
                 ret = r;
-                if (join != null) join.failed = true;
+                if (join != null) join.put(JOIN_FAILED, true);
                 if (copyRefused.hit()) {
                     Glog.error(gobj, "Broadcast: a child could not store its copy (said once until every child stores)",
                             "child", dst.get(i).name());
@@ -346,6 +377,16 @@ public final class MqIoGate implements GObjBehavior {
             Glog.info(gobj, "message broadcast", "children", dst.size(), "stored", stored);
         }
         return ret;
+    }
+
+    /** The join of a broadcast message of {@code copies} copies (see {@link #JOIN}). */
+    private static ObjectNode join(ObjectNode durable, GObj replyTo, int copies) {
+        ObjectNode j = Kw.create();
+        j.put(JOIN_LEFT, copies);
+        j.put(JOIN_FAILED, false);
+        if (replyTo != null) Kw.putRef(j, JOIN_REPLY_TO, replyTo);
+        Kw.putRef(j, JOIN_DURABLE, durable);
+        return j;
     }
 
     private static void collectIoGates(GObj g, List<GObj> out) {

@@ -21,7 +21,9 @@ import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * C_PORTAL: a link from this hub to another hub, for the hub registry (docs/CONTROL.md). It connects to the
@@ -42,6 +44,11 @@ import java.util.List;
  *
  * <p>A hello that fails at every reconnect (refused, unanswered, the wrong hub) is said once until the portal
  * links, and the link then says how many attempts failed; frames that are not JSON are said once per streak.
+ *
+ * <p>Live upgrade: the FSM state, the attributes and the transport child stay in core; the behaviour hands over
+ * its timer (hello timeout or transport retry, by deadline), its streaks, and the link object the registry knows.
+ * That object stays registered (with its hub, aliases and learnt routes) and, once handed over, forwards to the
+ * gobj's current behaviour; the portal registers itself in its place at the next close of the link.
  */
 public final class Portal implements GObjBehavior, Registry.Link {
     public static final String GCLASS = "C_PORTAL";
@@ -99,6 +106,9 @@ public final class Portal implements GObjBehavior, Registry.Link {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<Portal> SPEC = GClassSpec.builder(GCLASS, Portal.class)
             .description("Link to another hub for the hub registry: hello with the hub names, then registry messages")
             .attrs(URL, HUB, ALIAS, TOKEN, TIMEOUT_BETWEEN_CONNECTIONS, TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_HELLO,
@@ -107,6 +117,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             .traceLevel(TRACE_MESSAGES, "Trace every registry message sent to or received from the other hub")
             .linkUp(CONNECTED)
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(Portal::new)
             .build();
 
@@ -117,6 +128,15 @@ public final class Portal implements GObjBehavior, Registry.Link {
 
     private final GObj gobj;
     private Cancellable timer = Cancellable.NONE;
+    /** When {@link #timer} is due (the yuno's monotonic clock); -1 while none is armed. */
+    private long timerDueMs = -1;
+    /**
+     * The link the registry knows for this portal: this behaviour, or the one of an older revision, which forwards
+     * to the gobj's current behaviour ({@link #handedOver}) until the link next closes.
+     */
+    private Registry.Link registryLink = this;
+    /** Exported to a newer revision: as a registry link, this behaviour forwards to the gobj's current one. */
+    private boolean handedOver;
     private final Streak waitingTransport = new Streak();
     private final Streak refused = new Streak();
     private final Streak badHello = new Streak();
@@ -142,6 +162,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             Glog.error(gobj, "No registry in this yuno", "msgset", "internal_error");
             return -1;
         }
+        registryLink = this;
         for (String alias : aliases()) r.aliasLink(alias, this);
         startBottom();
         return 0;
@@ -152,7 +173,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         clearTimer();
         unlink();
         Registry r = registry();
-        if (r != null) for (String alias : aliases()) r.unaliasLink(alias, this);
+        if (r != null) for (String alias : aliases()) r.unaliasLink(alias, registryLink);
         GObj bottom = gobj.bottom();
         if (bottom != null && bottom.isRunning()) bottom.stop();
         return 0;
@@ -163,26 +184,73 @@ public final class Portal implements GObjBehavior, Registry.Link {
         clearTimer();
         Registry r = registry();
         if (r != null) {
-            r.removeLink(this);
-            for (String alias : aliases()) r.unaliasLink(alias, this);
+            r.removeLink(registryLink);
+            for (String alias : aliases()) r.unaliasLink(alias, registryLink);
         }
+    }
+
+    /** A {@code Bundle.update()} of the portal has begun: the timer stops (its deadline is kept). */
+    @Override
+    public void onSuspend() {
+        timer.cancel();
+    }
+
+    /** A live upgrade: the registry's link, the timer's deadline and the streaks (see the class comment). */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        Kw.putRef(s, "registry_link", registryLink);
+        s.put("timer_due_ms", timerDueMs);
+        ObjectNode st = s.putObject("streaks");
+        streaks().forEach((name, streak) -> st.put(name, streak.count()));
+        timer.cancel();
+        handedOver = true;
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        // First: a refused state rebuilds the service, and stopping this behaviour must then unregister that link.
+        Registry.Link link = Kw.ref(state, "registry_link", Registry.Link.class);
+        if (link != null) registryLink = link;
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_PORTAL takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        JsonNode st = state.path("streaks");
+        streaks().forEach((name, streak) -> streak.resume(st.path(name).asLong(0)));
+        long due = state.path("timer_due_ms").asLong(-1);
+        if (due >= 0) setTimer(Math.max(0, due - now()));
+        // With no link up, the registry holds nothing of the old link but its aliases: take them now.
+        if (!gobj.inState(St.ST_CONNECTED)) takeOverRegistryLink();
     }
 
     // The registry's side of the link (Registry.Link): called by core's registry on the core thread.
 
     @Override
     public String describe() {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null ? next.describe() : "portal " + gobj.name() + " (handed over)";
+        }
         String remote = gobj.read(REMOTE_HUB);
         return "portal " + gobj.name() + " -> " + gobj.read(URL) + (remote == null || remote.isEmpty() ? "" : " (" + remote + ")");
     }
 
     @Override
     public boolean isOpen() {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null && next.isOpen();
+        }
         return !gobj.isDestroyed() && gobj.inState(St.ST_CONNECTED);
     }
 
     @Override
     public boolean send(ObjectNode msg) {
+        if (handedOver) {
+            Registry.Link next = successor();
+            return next != null && next.send(msg);
+        }
         if (!isOpen() || gobj.bottom() == null) return false;
         if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "-> message", "msg", Kw.toJson(msg));
         // C_PROT_TCP4H frames a kw without gbuffer as its JSON; the registry keeps reading msg after this call.
@@ -201,8 +269,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
         hello.put("hub", gobj.yuno().name());
         String token = gobj.read(TOKEN);
         if (token != null && !token.isEmpty()) hello.put("token", token);
-        clearTimer();
-        timer = gobj.setTimeout(gobj.readLong(TIMEOUT_HELLO), Ev.EV_TIMEOUT, null);
+        setTimer(gobj.readLong(TIMEOUT_HELLO));
         return gobj.bottom().send(Ev.EV_SEND_MESSAGE, hello, gobj);
     }
 
@@ -245,11 +312,12 @@ public final class Portal implements GObjBehavior, Registry.Link {
         gobj.set(REMOTE_HUB, remote);
         gobj.setBool(CONNECTED, true);
         gobj.inc(CONNXS);
-        registry().addLink(remote, this);
+        registry().addLink(remote, registryLink);
         return 0;
     }
 
     private int acHelloTimeout(String event, ObjectNode kw, GObj src) {
+        timerDueMs = -1;
         if (unanswered.hit()) {
             Glog.warn(gobj, "The other hub did not answer the hello, link dropped (said once until it links)",
                     "msgset", "protocol_error", "url", gobj.read(URL), "timeout_hello", gobj.readLong(TIMEOUT_HELLO));
@@ -275,7 +343,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             }
             return 0;
         }
-        registry().deliverFrom(this, m);
+        registry().deliverFrom(registryLink, m);
         return 0;
     }
 
@@ -286,6 +354,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
             Glog.info(gobj, "Portal closed", "remote_hub", gobj.read(REMOTE_HUB));
         }
         unlink();
+        takeOverRegistryLink();
         return 0;
     }
 
@@ -295,6 +364,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
     }
 
     private int acRetryBottom(String event, ObjectNode kw, GObj src) {
+        timerDueMs = -1;
         if (gobj.isRunning()) startBottom();
         return 0;
     }
@@ -317,6 +387,51 @@ public final class Portal implements GObjBehavior, Registry.Link {
     private void clearTimer() {
         timer.cancel();
         timer = Cancellable.NONE;
+        timerDueMs = -1;
+    }
+
+    /** Arms the one timer of the portal (hello timeout, or the transport retry) in {@code delayMs}. */
+    private void setTimer(long delayMs) {
+        clearTimer();
+        timerDueMs = now() + delayMs;
+        timer = gobj.setTimeout(delayMs, Ev.EV_TIMEOUT, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
+
+    /**
+     * The registry knows this behaviour from now on instead of an older revision's (whose link is down, or was
+     * never up): the aliases move to it. A stopped portal has no aliases to move.
+     */
+    private void takeOverRegistryLink() {
+        if (registryLink == this) return;
+        Registry r = registry();
+        if (r != null && gobj.isRunning()) {
+            for (String alias : aliases()) {
+                r.unaliasLink(alias, registryLink);
+                r.aliasLink(alias, this);
+            }
+        }
+        registryLink = this;
+    }
+
+    /** The gobj's current behaviour, which a handed-over portal forwards the registry's calls to. */
+    private Registry.Link successor() {
+        GObjBehavior b = gobj.behavior();
+        return b instanceof Registry.Link && b != this ? (Registry.Link) b : null;
+    }
+
+    /** The streaks by the name a live upgrade hands them over under. */
+    private Map<String, Streak> streaks() {
+        Map<String, Streak> m = new LinkedHashMap<>();
+        m.put("waiting_transport", waitingTransport);
+        m.put("refused", refused);
+        m.put("bad_hello", badHello);
+        m.put("unanswered", unanswered);
+        m.put("bad_frames", badFrames);
+        return m;
     }
 
     /** Creates the C_PROT_TCP4H child (it makes its C_TCP from the url) and starts it; retried while it cannot. */
@@ -336,8 +451,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
                 if (waitingTransport.hit()) {
                     Glog.info(gobj, "Waiting for the transport gclass", "gclass", GClassNames.C_PROT_TCP4H);
                 }
-                clearTimer();
-                timer = gobj.setTimeout(TRANSPORT_RETRY_MS, Ev.EV_TIMEOUT, null);
+                setTimer(TRANSPORT_RETRY_MS);
                 return;
             }
             if (waitingTransport.active()) {
@@ -352,7 +466,7 @@ public final class Portal implements GObjBehavior, Registry.Link {
 
     private void unlink() {
         Registry r = registry();
-        if (r != null) r.removeLink(this);
+        if (r != null) r.removeLink(registryLink);
         gobj.setBool(CONNECTED, false);
     }
 

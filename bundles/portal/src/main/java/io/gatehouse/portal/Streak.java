@@ -20,6 +20,16 @@ final class Streak {
         return count > 0;
     }
 
+    /** How many occurrences the streak has had so far (0: none under way). */
+    long count() {
+        return count;
+    }
+
+    /** Goes on with a streak a previous revision of the gclass had under way (a live upgrade). */
+    void resume(long occurrences) {
+        count = Math.max(0, occurrences);
+    }
+
     /** Ends the streak and answers how many occurrences it had. */
     long end() {
         long n = count;

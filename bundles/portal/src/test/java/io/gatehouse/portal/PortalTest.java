@@ -14,6 +14,7 @@ import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Revision;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -382,5 +383,87 @@ class PortalTest {
         assertNotNull(rec.await("EV_ON_MESSAGE", WAIT_MS));
         assertEquals(1, count("C_PORTAL^to_b -> message"), logs.toString());
         assertEquals(1, count("C_PORTAL^to_b <- message"), logs.toString());
+    }
+
+    // --- Live upgrade ---
+
+    private static void upgrade(YunoRuntime rt) {
+        Revision.handOver(rt, Revision.next(Portal.SPEC), 1);
+    }
+
+    private static JsonNode askB(YunoRuntime a, Recorder rec, long id) {
+        int before = rec.count("EV_ON_MESSAGE");
+        a.run(() -> a.yuno().lookup(Registry.class).deliver(cmd("B", Registry.YUNO, "view-registry", id)));
+        assertTrue(rec.awaitCount("EV_ON_MESSAGE", before + 1, WAIT_MS), "an answer from B");
+        return rec.events("EV_ON_MESSAGE").get(before).kw.path("reply");
+    }
+
+    @Test
+    void shouldKeepTheLinkAndTheRegistryRoutesAcrossAnUpgrade() throws Exception {
+        int pb = freePort();
+        YunoRuntime b = hub("B", pb, null, "");
+        YunoRuntime a = hub("A", freePort(), null, portal("to_b", pb, ", \"alias\": \"DEFAULT\""), clock);
+        await("A linked to B", () -> linked(a, "B"));
+        Recorder rec = Recorder.create(a, "rec");
+        assertEquals("B", askB(a, rec, 1).path("data").path("hub").asText());
+        JsonNode viewBefore = a.call(() -> a.yuno().lookup(Registry.class).view());
+        int unlinkedAtB = count("Hub unlinked");
+
+        upgrade(a);
+
+        assertTrue(a.call(() -> a.service("to_b").inState(io.gatehouse.api.St.ST_CONNECTED)), "still connected");
+        assertEquals(viewBefore, a.call(() -> a.yuno().lookup(Registry.class).view()),
+                "the registry knows the same link, hub and alias");
+        assertEquals("B", askB(a, rec, 2).path("data").path("hub").asText(), "commands go on over the same link");
+        assertEquals(1, a.command("stats-yuno service=to_b").path("data").path("connxs").asInt(), "no reconnect");
+        assertEquals(unlinkedAtB, count("Hub unlinked"), "neither side saw the link close");
+
+        // B goes and comes back: the portal reconnects as the new revision, and the registry knows it from then on.
+        servers.get(b).close();
+        b.close();
+        await("A sees the link closed", () -> !linked(a, "B"));
+        hub("B", pb, null, "");
+        reconnectUntil("A linked to B again", () -> linked(a, "B"));
+        assertEquals("B", askB(a, rec, 3).path("data").path("hub").asText());
+        assertEquals(2, a.command("stats-yuno service=to_b").path("data").path("connxs").asInt());
+        JsonNode view = a.call(() -> a.yuno().lookup(Registry.class).view());
+        assertEquals(1, view.path("links").path("B").size(), "one link to B, the old one forgotten: " + view);
+        assertTrue(view.path("link_aliases").has(Registry.DEFAULT), view.toString());
+    }
+
+    @Test
+    void shouldDropAnUnansweredHelloAtTheOldDeadlineAfterAnUpgrade() throws Exception {
+        int pb = freePort();
+        FakeHub silent = new FakeHub(pb);
+        open.add(silent);
+        YunoRuntime a = hub("A", freePort(), null, portal("to_b", pb, ", \"timeout_hello\": 1000"), clock);
+        Socket s = silent.next(this);
+        assertEquals("hello", read(s).path("__portal__").asText());
+        clock.advance(400);
+        upgrade(a);
+        clock.advance(599);
+        assertTrue(a.call(() -> a.service("to_b").inState(Portal.ST_WAIT_HELLO)), "still waiting: the deadline is 1000");
+        clock.advance(1);
+        awaitClosed(s);
+        Socket again = silent.next(this);
+        assertEquals("hello", read(again).path("__portal__").asText());
+        upgrade(a);
+        clock.advance(1000);
+        awaitClosed(again);
+        assertEquals(1, count("The other hub did not answer the hello"), "the streak went on across upgrades: " + logs);
+    }
+
+    @Test
+    void shouldReconnectWhenTheNewRevisionTakesNoState() throws Exception {
+        int pb = freePort();
+        hub("B", pb, null, "");
+        YunoRuntime a = hub("A", freePort(), null, portal("to_b", pb, ""), clock);
+        await("A linked to B", () -> linked(a, "B"));
+        ObjectNode report = a.gclassArrived(Revision.of(Portal.SPEC, 0, Portal::new));
+        assertEquals("to_b", report.get("rebuilt").get(0).get("service").asText(), report.toString());
+        assertEquals(1, count("Live upgrade not possible, service rebuilt from its config"), logs.toString());
+        reconnectUntil("A linked to B again", () -> linked(a, "B"));
+        assertEquals(1, a.command("stats-yuno service=to_b").path("data").path("connxs").asInt(),
+                "a new gobj, a new connection");
     }
 }

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.qiogate;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
 
 import java.util.ArrayDeque;
 
@@ -57,6 +61,45 @@ final class DurableWaits {
             Glog.warn(gate, "Durability waits of another queue generation dropped: their senders are not told",
                     "count", stale, "generation", generation);
         }
+    }
+
+    /**
+     * The waits, oldest first, for the next revision of the gate: generation and rowid, and references to the
+     * sender and to the dict it sent (which may hold references of its own, e.g. the relay's input gate).
+     */
+    ArrayNode exportState() {
+        ArrayNode out = JsonNodeFactory.instance.arrayNode();
+        for (Wait w : waits) {
+            ObjectNode o = out.addObject();
+            o.put("generation", w.generation);
+            o.put("rowid", w.rowid);
+            Kw.putRef(o, "sender", w.sender);
+            Kw.putRef(o, "durable", w.durable);
+        }
+        return out;
+    }
+
+    /**
+     * Adds the waits {@link #exportState} gave, after those already here (none, for a behaviour just made).
+     *
+     * @throws IllegalArgumentException when {@code state} is not such a list
+     */
+    void importState(JsonNode state) {
+        if (state == null || state.isNull()) return;
+        if (!state.isArray()) throw new IllegalArgumentException("not a list of durability waits");
+        for (JsonNode o : state) {
+            GObj sender = Kw.ref(o, "sender", GObj.class);
+            ObjectNode durable = Kw.ref(o, "durable", ObjectNode.class);
+            if (sender == null || durable == null) throw new IllegalArgumentException("a durability wait without sender or dict");
+            add(o.path("generation").asLong(), o.path("rowid").asLong(), sender, durable);
+        }
+    }
+
+    /** The highest rowid a list of {@link #exportState} waits for; 0 for none. */
+    static long highestRowid(JsonNode state) {
+        long h = 0;
+        if (state != null) for (JsonNode o : state) h = Math.max(h, o.path("rowid").asLong());
+        return h;
     }
 
     /** Forgets every wait (the queue closed before they were known durable); answers how many there were. */

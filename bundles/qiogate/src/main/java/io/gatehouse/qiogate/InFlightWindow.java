@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.qiogate;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 
@@ -210,6 +214,75 @@ final class InFlightWindow {
     /** The messages in flight, in send order (read only). */
     Collection<InFlight> inOrder() {
         return Collections.unmodifiableCollection(inflight.values());
+    }
+
+    // --- Live upgrade ---
+
+    /**
+     * The window as JSON, for the next revision of the gate: the frontier and, in send order, one array per field
+     * of the messages in flight (rowid, send and due times on the yuno's monotonic clock, retries, bytes on the
+     * wire, nacked). The messages themselves stay in the queue; {@link #restore} finds them there by rowid.
+     */
+    ObjectNode exportState() {
+        ObjectNode s = JsonNodeFactory.instance.objectNode();
+        s.put("frontier", frontier);
+        ArrayNode rowid = s.putArray("rowid");
+        ArrayNode sent = s.putArray("sent_ms");
+        ArrayNode due = s.putArray("due_ms");
+        ArrayNode retries = s.putArray("retries");
+        ArrayNode wire = s.putArray("bytes");
+        ArrayNode nacked = s.putArray("nacked");
+        for (InFlight f : inflight.values()) {
+            rowid.add(f.rowid());
+            sent.add(f.sentAtMs);
+            due.add(f.dueMs);
+            retries.add(f.retries);
+            wire.add(f.bytes);
+            nacked.add(f.nacked);
+        }
+        return s;
+    }
+
+    /**
+     * The window {@link #exportState} gave, over {@code queue} (the same handle, or the topic opened again through
+     * another trqueue): each message is in flight again with its times, retries and bytes, marked in the queue. A
+     * rowid the queue no longer holds (acked meanwhile) is left out. {@code state} null: an empty window.
+     *
+     * @throws IllegalArgumentException when {@code state} is not such a window
+     */
+    static InFlightWindow restore(TrQueue queue, JsonNode state) {
+        InFlightWindow w = new InFlightWindow(queue);
+        if (state == null || state.isNull()) return w;
+        JsonNode rowid = state.path("rowid");
+        int n = rowid.size();
+        for (String field : List.of("sent_ms", "due_ms", "retries", "bytes", "nacked")) {
+            if (!rowid.isArray() || !state.path(field).isArray() || state.path(field).size() != n) {
+                throw new IllegalArgumentException("not an in-flight window: " + field);
+            }
+        }
+        w.frontier = state.path("frontier").asLong(-1);
+        for (int i = 0; i < n; i++) {
+            QueueMessage m = queue.getByRowid(rowid.get(i).asLong());
+            if (m == null) continue;
+            InFlight f = new InFlight(m);
+            f.sentAtMs = state.get("sent_ms").get(i).asLong();
+            f.dueMs = state.get("due_ms").get(i).asLong();
+            f.retries = state.get("retries").get(i).asInt();
+            f.bytes = state.get("bytes").get(i).asLong();
+            f.nacked = state.get("nacked").get(i).asBoolean();
+            w.inflight.put(m.rowid(), f);
+            w.bytes += f.bytes;
+            queue.setSoftMark(m, MARK_INFLIGHT, true);
+        }
+        return w;
+    }
+
+    /** The highest rowid a window state names (its frontier or a message in flight); 0 for none. */
+    static long highestRowid(JsonNode state) {
+        if (state == null) return 0;
+        long h = Math.max(0, state.path("frontier").asLong(0));
+        for (JsonNode r : state.path("rowid")) h = Math.max(h, r.asLong());
+        return h;
     }
 
     /**

@@ -30,14 +30,17 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
 
 import java.io.IOException;
+import java.lang.ref.WeakReference;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * C_QIOGATE: a persistent queue with acks in front of one bottom (a C_IOGATE). Every message is appended to
@@ -92,7 +95,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> BACKUP_QUEUE_SIZE = Attr.integer("backup_queue_size", 1000000, AttrFlag.PERSIST,
             "Topic size that makes an empty queue be backed up and started again (read at open)");
     static final Attr<Long> ALERT_QUEUE_SIZE = Attr.integer("alert_queue_size", 2000, AttrFlag.PERSIST,
-            "Queue size that raises the alert (warning log, alert=true in stats); 0 = never");
+            "Queue size that raises the alert (warning log, alert=true in stats), cleared under half of it; 0 = never");
     static final Attr<Long> TIMEOUT_ACK = Attr.integer("timeout_ack", 60, AttrFlag.PERSIST,
             "A message not acked within this many seconds is sent again (doubling per retry, up to 8x)");
     static final Attr<Long> RETRY_DELAY = Attr.integer("retry_delay", 1000, AttrFlag.PERSIST,
@@ -113,7 +116,7 @@ public final class QIoGate implements GObjBehavior {
     static final Attr<Long> OLDEST_PENDING_AGE_MS = Attr.integer("oldest_pending_age_ms", 0, AttrFlag.STATS,
             "Age of the oldest message of the queue, ms (resolution of the queue's t: seconds unless sf_t_ms)");
     static final Attr<Boolean> ALERT = Attr.bool("alert", false, AttrFlag.STATS,
-            "The queue size is at or over alert_queue_size");
+            "The queue reached alert_queue_size and has not yet fallen under half of it");
     static final Attr<Long> RETRIES = Attr.counter("retries", AttrFlag.RSTATS,
             "Messages sent again after an ack timeout or a nack");
     static final Attr<Long> NACKS = Attr.counter("nacks", AttrFlag.RSTATS, "Acks with a negative result");
@@ -150,6 +153,9 @@ public final class QIoGate implements GObjBehavior {
     private static final Param PM_FROM_ROWID = Param.integer("from-rowid", "0", "First rowid");
     private static final Param PM_TO_ROWID = Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic");
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     /**
      * The gclass with its queues found at start ({@code yuno().lookup(TrQueueFactory.class)}); the DS component
      * hands in the TrQueueFactory service instead ({@link #SPEC}{@code .withFactory}).
@@ -175,6 +181,7 @@ public final class QIoGate implements GObjBehavior {
             .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
             .confirmsDurability()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(g -> new QIoGate(g, null))
             .build();
 
@@ -189,10 +196,25 @@ public final class QIoGate implements GObjBehavior {
     private InFlightWindow window;
     /** The open queue keeps its {@code t} in milliseconds ({@code sf_t_ms}): how it was opened, fixed until closed. */
     private boolean tInMs;
+    /** The factory that opened {@link #trq}: a live upgrade tells from it whether the handle is still good. */
+    private TrQueueFactory openedBy;
+    /**
+     * Where the durability listener of {@link #trq} hands its calls. A queue cannot forget a listener, so one is
+     * registered per handle, and a live upgrade points this slot at the new behaviour instead of adding another.
+     * A JDK type, so that any revision can take it.
+     */
+    private AtomicReference<Runnable> durableSlot;
 
     /** Open channels of the bottom gate: the link is up while one is. */
     private int channelsOpen;
     private Cancellable pollTimer = Cancellable.NONE;
+    /** When the next poll tick is due (the yuno's monotonic clock); -1 while none is armed (stopped). */
+    private long pollDueMs = -1;
+    /**
+     * Between {@link #onSuspend} and the handover: nothing is sent, no durability is told, the queue's age is not
+     * read; the queue may be closed under this behaviour (the trqueue bundle is being updated).
+     */
+    private boolean suspended;
     private long lastBackupCheckMs;
     /** The largest size seen while the alert is on, said when it ends. */
     private long alertPeak;
@@ -236,7 +258,7 @@ public final class QIoGate implements GObjBehavior {
             Glog.error(gobj, "C_QIOGATE without bottom: messages are queued, nothing is sent");
         }
         lastBackupCheckMs = now();
-        pollTimer = gobj.setPeriodic(gobj.readLong(TIMEOUT_POLL), Ev.EV_TIMEOUT);
+        armPoll(now() + gobj.readLong(TIMEOUT_POLL));
         return 0;
     }
 
@@ -244,6 +266,7 @@ public final class QIoGate implements GObjBehavior {
     public int onStop() {
         pollTimer.cancel();
         pollTimer = Cancellable.NONE;
+        pollDueMs = -1;
         closeQueue();
         return 0;
     }
@@ -268,7 +291,9 @@ public final class QIoGate implements GObjBehavior {
     public void onReadAttrs() {
         gobj.setLong(MSGS_IN_QUEUE, trq == null ? 0 : trq.size());
         gobj.setLong(PENDING_ACKS, window == null ? 0 : window.size());
-        gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
+        // Suspended, the queue may be closing under the gate (trqueue being updated): the age reads a record, so it
+        // stays as last read until the new revision is there.
+        if (!suspended) gobj.setLong(OLDEST_PENDING_AGE_MS, oldestAgeMs());
     }
 
     /**
@@ -295,6 +320,80 @@ public final class QIoGate implements GObjBehavior {
         return Envelope.ok(data);
     }
 
+    /**
+     * A {@code Bundle.update()} of qiogate or trqueue has begun: the poll tick stops (its deadline is kept for the
+     * next revision) and durability is no longer told; acks and messages wait in core. When trqueue is the bundle
+     * being updated, its factory closes the queue under this behaviour right after this call.
+     */
+    @Override
+    public void onSuspend() {
+        suspended = true;
+        pollTimer.cancel();
+    }
+
+    /**
+     * The open queue (the handle itself, with the factory that opened it and its durability slot), the in-flight
+     * window ({@link InFlightWindow#exportState}), the senders waiting for durability, the link count, the poll
+     * deadline, the backup check time, the alert peak and the streaks. This behaviour then holds nothing.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        if (trq != null) {
+            Kw.putRef(s, "queue", trq);
+            // Weak, and not the factory itself: core closes what a failed upgrade leaves in a state, and a factory
+            // is closeable (it would close every queue it opened).
+            Kw.putRef(s, "opened_by", new WeakReference<>(openedBy));
+            if (durableSlot != null) Kw.putRef(s, "durable_slot", durableSlot);
+            s.put("t_in_ms", tInMs);
+            s.set("window", window.exportState());
+        }
+        s.set("durable_waits", durableWaits.exportState());
+        s.put("channels_open", channelsOpen);
+        s.put("poll_due_ms", pollDueMs);
+        s.put("last_backup_check_ms", lastBackupCheckMs);
+        s.put("alert_peak", alertPeak);
+        ObjectNode st = s.putObject("streaks");
+        streaks().forEach((name, streak) -> st.put(name, streak.count()));
+        pollTimer.cancel();
+        suspended = true;
+        trq = null;
+        window = null;
+        openedBy = null;
+        durableSlot = null;
+        durableWaits.clear();
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}. The queue handle is kept when the factory that opened it is the one
+     * this revision uses and it still answers for the window's rowids. Otherwise trqueue changed under the gate
+     * (updated, or a higher version installed beside it): the handle, closed by its factory or about to be left
+     * behind, is closed and the topic opened again through this revision's factory; what was in flight stays in
+     * flight (not sent again), and the acks that come later clear it.
+     */
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_QIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        channelsOpen = state.path("channels_open").asInt(0);
+        lastBackupCheckMs = state.path("last_backup_check_ms").asLong(now());
+        alertPeak = state.path("alert_peak").asLong(0);
+        JsonNode st = state.path("streaks");
+        streaks().forEach((name, streak) -> streak.resume(st.path(name).asLong(0)));
+        TrQueue q = Kw.ref(state, "queue", TrQueue.class);
+        if (q != null) takeQueue(q, state);
+        durableWaits.importState(state.get("durable_waits"));
+        if (!durableWaits.isEmpty() && trq != null) {
+            // Records may have become durable while the gate was suspended, and the listener told nobody then.
+            final TrQueue mine = trq;
+            gobj.yuno().eventLoop().execute(() -> drainDurable(mine));
+        }
+        long due = state.path("poll_due_ms").asLong(-1);
+        if (due >= 0) armPoll(due);
+    }
+
     // --- Commands ---
 
     /**
@@ -311,6 +410,7 @@ public final class QIoGate implements GObjBehavior {
     }
 
     private ObjectNode markPending(ObjectNode kw, boolean pending) {
+        if (suspended) return Envelope.error("A live upgrade of the gate is under way: try again when it is done");
         long from = Kw.getLong(kw, "from-rowid", 0);
         long to = Kw.getLong(kw, "to-rowid", 0);
         if (from <= 0) return Envelope.error("Please, specify some from-rowid.");
@@ -360,6 +460,7 @@ public final class QIoGate implements GObjBehavior {
     }
 
     private ObjectNode cmdViewQueue(ObjectNode kw, GObj src) {
+        if (suspended) return Envelope.error("A live upgrade of the gate is under way: try again when it is done");
         ObjectNode d = Kw.create();
         d.put("topic_name", gobj.read(TOPIC_NAME));
         d.put("path", queuesPath().resolve(database()).toString());
@@ -493,8 +594,14 @@ public final class QIoGate implements GObjBehavior {
     /** EV_TIMEOUT (timeout_poll): resend what timed out or was nacked, send what waits, check the backup. */
     private int acTimeout(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
-        if (trq == null) return 0;
         long now = now();
+        if (pollDueMs >= 0) {
+            // First, so that a failing tick does not stop the ticks.
+            long period = gobj.readLong(TIMEOUT_POLL);
+            long next = pollDueMs + period;
+            armPoll(next <= now ? now + period : next);
+        }
+        if (trq == null) return 0;
         if (opened()) resendDue(now);
         sendBatch();
         if (now - lastBackupCheckMs >= gobj.readLong(TIMEOUT_BACKUP) * 1000L) {
@@ -549,11 +656,10 @@ public final class QIoGate implements GObjBehavior {
         }
         if (openFailed.active()) Glog.info(gobj, "Queue opened", "failed_attempts", openFailed.end());
         trq = q;
+        openedBy = f;
         window = new InFlightWindow(q);
         tInMs = (systemFlag & TrQueue.SF_T_MS) != 0;
-        final TrQueue mine = q;
-        // Hop to the core thread through its task queue: a sender is never told inside the send that enqueued.
-        q.onDurable((gen, rowid) -> drainDurable(mine), r -> gobj.yuno().eventLoop().execute(r));
+        listen(q);
         if (q.load() < 0) {
             Glog.error(gobj, "Queue loaded without some of its messages", "topic_name", q.topicName(),
                     "msgs_in_queue", q.size());
@@ -570,7 +676,11 @@ public final class QIoGate implements GObjBehavior {
         if (q == null) return;
         window.clear();
         q.sync();
-        drainDurable(q);
+        // Told even while suspended: the gate is going away (no revision came in time) and what it wrote is synced.
+        durableWaits.drain(q.generation(), q.durableRowid());
+        if (durableSlot != null) durableSlot.set(null);
+        durableSlot = null;
+        openedBy = null;
         int left = durableWaits.clear();
         if (left > 0) {
             Glog.warn(gobj, "Queue closed with messages not known durable: their senders are not told",
@@ -583,6 +693,86 @@ public final class QIoGate implements GObjBehavior {
         } catch (RuntimeException e) {
             Glog.error(gobj, "Cannot close the queue", "error", String.valueOf(e));
         }
+    }
+
+    /**
+     * The poll tick, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision's tick comes when this one's would.
+     */
+    private void armPoll(long dueMs) {
+        pollTimer.cancel();
+        pollDueMs = dueMs;
+        pollTimer = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT, null);
+    }
+
+    /**
+     * Registers the durability listener of a queue just opened, through a slot a live upgrade can point at another
+     * behaviour. The listener holds the slot and the gobj, not this behaviour: after an upgrade only the listener's
+     * class (of the revision that opened the queue) stays with the handle, until it closes. Its calls hop to the
+     * core thread through its task queue: a sender is never told inside the send that enqueued.
+     */
+    private void listen(TrQueue q) {
+        AtomicReference<Runnable> slot = new AtomicReference<>(() -> drainDurable(q));
+        durableSlot = slot;
+        GObj g = gobj;
+        q.onDurable((gen, rowid) -> {
+            Runnable r = slot.get();
+            if (r != null) r.run();
+        }, r -> g.yuno().eventLoop().execute(r));
+    }
+
+    /** The queue handle of a live upgrade: kept, or reopened through this revision's factory (see onImport). */
+    private void takeQueue(TrQueue q, ObjectNode state) {
+        WeakReference<?> by = Kw.ref(state, "opened_by", WeakReference.class);
+        TrQueueFactory mine = factory();
+        JsonNode w = state.get("window");
+        long highest = Math.max(InFlightWindow.highestRowid(w), DurableWaits.highestRowid(state.get("durable_waits")));
+        // A closed handle has no topic any more: it answers a last rowid below what the window knows.
+        if (mine != null && by != null && by.get() == mine && q.lastRowid() >= highest) {
+            trq = q;
+            openedBy = mine;
+            tInMs = state.path("t_in_ms").asBoolean(false);
+            @SuppressWarnings("unchecked")
+            AtomicReference<Runnable> slot = Kw.ref(state, "durable_slot", AtomicReference.class);
+            if (slot != null) {
+                durableSlot = slot;
+                slot.set(() -> drainDurable(q));
+            } else {
+                listen(q);
+            }
+            window = InFlightWindow.restore(q, w);
+            return;
+        }
+        try {
+            // Closed by its factory already (trqueue updated), or still open in a trqueue that no longer serves:
+            // its topic lock must go before this revision's factory can open the topic.
+            q.close();
+        } catch (RuntimeException e) {
+            Glog.warn(gobj, "Upgrade: the queue handle of the old trqueue could not be closed", "error", String.valueOf(e));
+        }
+        if (openQueue() < 0) {
+            throw new IllegalArgumentException("the queue cannot be opened again through the trqueue now serving");
+        }
+        window = InFlightWindow.restore(trq, w);
+        Glog.info(gobj, "Upgrade: queue opened again through the trqueue now serving, in-flight window kept",
+                "topic_name", trq.topicName(), "in_flight", window.size(), "msgs_in_queue", trq.size());
+    }
+
+    /** The streaks by the name a live upgrade hands them over under. */
+    private Map<String, Streak> streaks() {
+        Map<String, Streak> m = new LinkedHashMap<>();
+        m.put("open_failed", openFailed);
+        m.put("not_json", notJson);
+        m.put("not_saved", notSaved);
+        m.put("no_bottom", noBottom);
+        m.put("bottom_refused", bottomRefused);
+        m.put("unreadable", unreadable);
+        m.put("bad_ack", badAck);
+        m.put("no_result", noResult);
+        m.put("stray_ack", strayAck);
+        m.put("nacked", nacked);
+        m.put("backup_refused", backupRefused);
+        return m;
     }
 
     Path queuesPath() {
@@ -829,20 +1019,23 @@ public final class QIoGate implements GObjBehavior {
     }
 
     private void drainDurable(TrQueue q) {
-        if (q != trq) return;
+        if (suspended || q != trq) return;
         durableWaits.drain(q.generation(), q.durableRowid());
     }
 
     /**
      * The queue-size alert: said once when the queue reaches {@code alert_queue_size}, and once when it is back
-     * under it (with how large it grew), never per message in between.
+     * under half of it (with how large it grew), never per message in between. Clearing at half, not at the limit
+     * itself, keeps a queue that hovers around the limit (a full in-flight window under steady load) from saying
+     * the alert and its end every few hundred milliseconds.
      */
     private void checkAlert(boolean atOpen) {
         if (trq == null) return;
         long limit = gobj.readLong(ALERT_QUEUE_SIZE);
         int size = trq.size();
-        boolean over = limit > 0 && !gobj.readBool(DISABLE_ALERT) && size >= limit;
         boolean was = gobj.readBool(ALERT);
+        boolean enabled = limit > 0 && !gobj.readBool(DISABLE_ALERT);
+        boolean over = enabled && (was ? size >= limit / 2 : size >= limit);
         if (over && size > alertPeak) alertPeak = size;
         if (over && !was) {
             Glog.warn(gobj, gobj.read(ALERT_MESSAGE) + " " + size + " msgs", "node", hostName(),
@@ -851,7 +1044,7 @@ public final class QIoGate implements GObjBehavior {
                     "at_open", atOpen);
         } else if (!over && was) {
             Glog.info(gobj, "Queue back under alert_queue_size", "queue_size", size, "alert_queue_size", limit,
-                    "peak", alertPeak);
+                    "cleared_under", limit / 2, "peak", alertPeak);
             alertPeak = 0;
         }
         if (over != was) gobj.setBool(ALERT, over);

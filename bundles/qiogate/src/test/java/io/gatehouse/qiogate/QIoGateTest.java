@@ -553,6 +553,28 @@ class QIoGateTest {
     }
 
     @Test
+    void shouldKeepTheAlertWhileTheQueueHoversAroundAlertQueueSize() {
+        givenGate("{\"topic_name\":\"t\",\"alert_queue_size\":4}");
+        for (int i = 1; i <= 4; i++) send("{\"id\":\"" + i + "\"}");
+        assertTrue(stats().get("alert").asBoolean());
+        rt.run(() -> bottom().open());
+        // Acked down to 2 (half of 4) and up to 4 again, twice: the alert stays on, said once.
+        for (int round = 0; round < 2; round++) {
+            List<ObjectNode> sent = bottom().sent();
+            rt.run(() -> bottom().ack(sent.get(sent.size() - 4), 0));
+            rt.run(() -> bottom().ack(sent.get(sent.size() - 3), 0));
+            assertTrue(stats().get("alert").asBoolean(), "2 queued: not under half of 4 yet");
+            send("{\"id\":\"a" + round + "\"}");
+            send("{\"id\":\"b" + round + "\"}");
+        }
+        assertEquals(1, count("ALERT Queuing"), logs.toString());
+        assertEquals(0, count("Queue back under alert_queue_size"), logs.toString());
+        for (ObjectNode m : bottom().sent()) rt.run(() -> bottom().ack(m, 0));
+        assertFalse(stats().get("alert").asBoolean());
+        assertEquals(1, count("Queue back under alert_queue_size"), logs.toString());
+    }
+
+    @Test
     void shouldBackUpAnEmptyQueueAndIgnoreAcksOfTheOldGeneration() {
         givenGate("{\"topic_name\":\"t\",\"backup_queue_size\":2,\"timeout_poll\":20,\"timeout_backup\":1}");
         rt.run(() -> bottom().open());

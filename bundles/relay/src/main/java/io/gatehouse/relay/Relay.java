@@ -85,12 +85,16 @@ public final class Relay implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     static final GClassSpec<Relay> SPEC = GClassSpec.builder(GClassNames.C_RELAY, Relay.class)
             .description("Forwards input gate messages to an output gate, acking upstream after durable enqueue")
             .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, NACKS_SENT, REFUSED, BAD_JSON)
             .fsm(FSM)
             .traceLevel(TRACE_MESSAGES, "Trace every message forwarded and every ack or nack sent upstream")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(Relay::new)
             .build();
 
@@ -109,6 +113,8 @@ public final class Relay implements GObjBehavior {
     private final GObj gobj;
     private InputGates inputs;
     private Cancellable checker = Cancellable.NONE;
+    /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed (stopped). */
+    private long checkDueMs = -1;
     /** Messages refused while the output gate is missing (its service is down, waiting for its gclass). */
     private final Streak outputMissing = new Streak();
     /** Messages for a durable output that were not JSON objects. */
@@ -130,20 +136,71 @@ public final class Relay implements GObjBehavior {
     @Override
     public int onStart() {
         inputs.subscribe();
-        checker = gobj.setPeriodic(gobj.readLong(TIMEOUT_CHECK_GATES), Ev.EV_TIMEOUT_PERIODIC);
+        armCheck(now() + gobj.readLong(TIMEOUT_CHECK_GATES));
         return 0;
     }
 
     @Override
     public int onStop() {
         checker.cancel();
+        checkDueMs = -1;
         inputs.unsubscribeAll();
         return 0;
+    }
+
+    /** A {@code Bundle.update()} of the relay has begun: no gate check until the new revision is there. */
+    @Override
+    public void onSuspend() {
+        checker.cancel();
+    }
+
+    /**
+     * A live upgrade: the input gates it is subscribed to (an api object, handed over as it is), the gate check
+     * deadline and the streaks. The subscriptions themselves stay in core, and what waits for the output's
+     * EV_ON_DURABLE is in the output (the upstream ack's data and the input gate, as JSON and a reference), so an
+     * EV_ON_DURABLE after the upgrade acks its producer as before.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        Kw.putRef(s, "inputs", inputs);
+        s.put("check_due_ms", checkDueMs);
+        ObjectNode st = s.putObject("streaks");
+        st.put("output_missing", outputMissing.count());
+        st.put("not_json", notJson.count());
+        checker.cancel();
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_RELAY takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
+        JsonNode st = state.path("streaks");
+        outputMissing.resume(st.path("output_missing").asLong(0));
+        notJson.resume(st.path("not_json").asLong(0));
+        long due = state.path("check_due_ms").asLong(-1);
+        if (handed != null) {
+            inputs = handed;
+        } else {
+            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
+            // subscribes once: this only fills the new list).
+            onCreate();
+            if (due >= 0) inputs.subscribe();
+        }
+        if (due >= 0) armCheck(due);
     }
 
     // --- Actions ---
 
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
+        if (checkDueMs >= 0) {
+            long period = gobj.readLong(TIMEOUT_CHECK_GATES);
+            long next = checkDueMs + period;
+            armCheck(next <= now() ? now() + period : next);
+        }
         inputs.subscribe();
         return 0;
     }
@@ -180,6 +237,20 @@ public final class Relay implements GObjBehavior {
     }
 
     // --- Local methods ---
+
+    /**
+     * The gate check, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision checks when this one would have.
+     */
+    private void armCheck(long dueMs) {
+        checker.cancel();
+        checkDueMs = dueMs;
+        checker = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT_PERIODIC, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
 
     /** The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.sink;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
+
 import java.util.BitSet;
 import java.util.HashSet;
 import java.util.Set;
@@ -14,9 +18,46 @@ final class SeenIds {
     /** What {@link #add} found. */
     enum Seen { NEW, AGAIN, UNTRACKED }
 
-    private final BitSet numbered = new BitSet();
-    private final Set<String> others = new HashSet<>();
-    private long highest = -1;
+    private final BitSet numbered;
+    private final Set<String> others;
+    private long highest;
+
+    SeenIds() {
+        this(new BitSet(), new HashSet<>(), -1);
+    }
+
+    private SeenIds(BitSet numbered, Set<String> others, long highest) {
+        this.numbered = numbered;
+        this.others = others;
+        this.highest = highest;
+    }
+
+    // --- Live upgrade ---
+
+    /**
+     * The ids for the next revision of the sink: the bit set and the set themselves (JDK types, which any revision
+     * takes as they are: nothing is copied, however many ids there are) and the highest number seen.
+     */
+    ObjectNode exportState() {
+        ObjectNode s = Kw.create();
+        Kw.putRef(s, "numbered", numbered);
+        Kw.putRef(s, "others", others);
+        s.put("highest", highest);
+        return s;
+    }
+
+    /**
+     * The ids {@link #exportState} gave.
+     *
+     * @throws IllegalArgumentException when {@code state} is not such a state
+     */
+    @SuppressWarnings("unchecked")
+    static SeenIds importState(JsonNode state) {
+        BitSet numbered = state == null ? null : Kw.ref(state, "numbered", BitSet.class);
+        Set<String> others = state == null ? null : Kw.ref(state, "others", Set.class);
+        if (numbered == null || others == null) throw new IllegalArgumentException("not a state of seen ids");
+        return new SeenIds(numbered, others, state.path("highest").asLong(-1));
+    }
 
     /** Records {@code id}: numbered when it is {@code prefix} and a number, else in the set of at most {@code maxOthers}. */
     Seen add(String id, String prefix, long maxOthers) {

@@ -77,6 +77,9 @@ public final class Sink implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     static final GClassSpec<Sink> SPEC = GClassSpec.builder(GClassNames.C_SINK, Sink.class)
             .description("Acks, counts and optionally echoes what it receives")
             .attrs(INPUT, ECHO, ACK, ID_KEY, ID_PREFIX, MAX_IDS, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, DISTINCT_IDS,
@@ -88,6 +91,7 @@ public final class Sink implements GObjBehavior {
             .command("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds)
             .traceLevel(TRACE_MESSAGES, "Trace every message received, with its id, and every ack and echo sent")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .stateVersion(STATE_VERSION)
             .factory(Sink::new)
             .build();
 
@@ -97,6 +101,8 @@ public final class Sink implements GObjBehavior {
     private InputGates inputs;
     private SeenIds ids = new SeenIds();
     private Cancellable checker = Cancellable.NONE;
+    /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed. */
+    private long checkDueMs = -1;
 
     Sink(GObj gobj) {
         this.gobj = gobj;
@@ -112,17 +118,56 @@ public final class Sink implements GObjBehavior {
     @Override
     public int onStart() {
         inputs.subscribe();
-        if (!inputs.names().isEmpty()) {
-            checker = gobj.setPeriodic(gobj.readLong(TIMEOUT_CHECK_GATES), Ev.EV_TIMEOUT_PERIODIC);
-        }
+        if (!inputs.names().isEmpty()) armCheck(now() + gobj.readLong(TIMEOUT_CHECK_GATES));
         return 0;
     }
 
     @Override
     public int onStop() {
         checker.cancel();
+        checkDueMs = -1;
         inputs.unsubscribeAll();
         return 0;
+    }
+
+    /** A {@code Bundle.update()} of the sink has begun: no gate check until the new revision is there. */
+    @Override
+    public void onSuspend() {
+        checker.cancel();
+    }
+
+    /**
+     * A live upgrade: the ids seen (handed over as they are, see {@link SeenIds#exportState}), the input gates it
+     * is subscribed to (an api object, handed over as it is) and the gate check deadline. The counters are
+     * attributes and the subscriptions are in core: both stay.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("ids", ids.exportState());
+        Kw.putRef(s, "inputs", inputs);
+        s.put("check_due_ms", checkDueMs);
+        checker.cancel();
+        return s;
+    }
+
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_SINK takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
+        ids = SeenIds.importState(state.get("ids"));
+        long due = state.path("check_due_ms").asLong(-1);
+        if (handed != null) {
+            inputs = handed;
+        } else {
+            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
+            // subscribes once: this only fills the new list).
+            onCreate();
+            if (due >= 0) inputs.subscribe();
+        }
+        if (due >= 0) armCheck(due);
     }
 
     // --- Commands ---
@@ -154,6 +199,11 @@ public final class Sink implements GObjBehavior {
     // --- Actions ---
 
     private int acCheckGates(String ev, ObjectNode kw, GObj src) {
+        if (checkDueMs >= 0) {
+            long period = gobj.readLong(TIMEOUT_CHECK_GATES);
+            long next = checkDueMs + period;
+            armCheck(next <= now() ? now() + period : next);
+        }
         inputs.subscribe();
         return 0;
     }
@@ -188,6 +238,20 @@ public final class Sink implements GObjBehavior {
     }
 
     // --- Local methods ---
+
+    /**
+     * The gate check, at a fixed rate like core's periodic timers, armed as one timeout at a time so that its
+     * deadline is known: a live upgrade hands it over and the next revision checks when this one would have.
+     */
+    private void armCheck(long dueMs) {
+        checker.cancel();
+        checkDueMs = dueMs;
+        checker = gobj.setTimeout(Math.max(0, dueMs - now()), Ev.EV_TIMEOUT_PERIODIC, null);
+    }
+
+    private long now() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
 
     private void countId(ObjectNode msg) {
         JsonNode idNode = Kw.get(msg, gobj.read(ID_KEY));

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
+import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -54,9 +55,16 @@ import java.util.concurrent.RejectedExecutionException;
  *       and closed with a warning.</li>
  * </ul>
  * A listen failure is an error log and a refused start: the process is never killed ({@code exitOnError} is
- * accepted and ignored). Port of {@code kernel/c/root-linux/src/c_tcp_s.c} @6043415.
+ * accepted and ignored). Connections not accepted under a flood are said once when it starts, then at most once a
+ * minute with a count, and once {@value #REFUSALS_QUIET_MS} ms after the last one, with the total.
+ * Port of {@code kernel/c/root-linux/src/c_tcp_s.c} @6043415.
+ *
+ * <pre>
+ *   ST_STOPPED --start: listening--&gt; ST_IDLE --stop--&gt; ST_STOPPED
+ * </pre>
  */
 public final class TcpS implements GObjBehavior {
+    public static final String GCLASS = GClassNames.C_TCP_S;
 
     // --- Attributes ---
 
@@ -88,14 +96,16 @@ public final class TcpS implements GObjBehavior {
     static final Fsm<TcpS> FSM = Fsm.<TcpS>builder()
         .state(St.ST_STOPPED)
             .ignore(Ev.EV_STOPPED)
+            .ignore(Ev.EV_TIMEOUT)
         .state(St.ST_IDLE)
             .enteredByAction()
             .ignore(Ev.EV_STOPPED)
+            .on(Ev.EV_TIMEOUT,       TcpS::acRefusalsQuiet)
         .build();
 
     // --- Spec ---
 
-    public static final GClassSpec<TcpS> SPEC = GClassSpec.builder(GClassNames.C_TCP_S, TcpS.class)
+    public static final GClassSpec<TcpS> SPEC = GClassSpec.builder(GCLASS, TcpS.class)
             .description("TCP/TLS listener: binds accepted connections to C_CHANNEL siblings (or creates them)")
             .attrs(URL, BACKLOG, CRYPTO, USE_SSL, LHOST, LPORT, CHILD_TREE_FILTER, CLISRV_KW, CHANNEL_TEMPLATE,
                     MAX_CONNECTIONS, CONNXS, TCONNXS)
@@ -112,6 +122,8 @@ public final class TcpS implements GObjBehavior {
     private static final String NOT_TLS = "Listener is not TLS-enabled or not running";
     /** ACME clients (certbot) renew 30 days before expiry by default: fewer days left means a renewal was missed. */
     private static final long EXPIRY_WARNING_DAYS = 30;
+    /** A flood of connections not accepted is over once none was refused for this long (ms). */
+    static final long REFUSALS_QUIET_MS = 5_000;
 
     private enum Mode { CHANNELS, LEGACY, DYNAMIC }
 
@@ -129,15 +141,141 @@ public final class TcpS implements GObjBehavior {
     /** Dynamic mode: the subtree created for each clisrv. */
     private final Map<Tcp, GObj> dynamicTops = new IdentityHashMap<>();
     private int created;
+    /** Connections not accepted (no free channel, max_connections) since the flood began. */
+    private final Streak refused = new Streak();
+    private long lastRefusedMs;
+    /** Runs while a flood of refusals may still be going on, to say when it is over. */
+    private Cancellable quietTimer = Cancellable.NONE;
 
-    public TcpS(GObj gobj) {
+    TcpS(GObj gobj) {
         this.gobj = gobj;
     }
 
-    // --- Lifecycle ---
+    // --- Framework methods ---
 
     @Override
     public int onStart() {
+        Url url = listenUrl();
+        if (url == null || !makeTls(url)) return -1;
+        mode = gobj.read(CHANNEL_TEMPLATE) instanceof ObjectNode ? Mode.DYNAMIC
+                : gobj.read(CHILD_TREE_FILTER) instanceof ObjectNode ? Mode.LEGACY : Mode.CHANNELS;
+        ServerSocketChannel socket = bind(url);
+        if (socket == null) return -1;
+        if (mode != Mode.DYNAMIC && bindChannels() == 0) {
+            Glog.error(gobj, "C_TCP_S new method: No channels found", "url", gobj.read(URL));
+            closeQuietly(socket);
+            return -1;
+        }
+        server = listen(socket);
+        if (gobj.isTraced(TRACE_LISTEN)) {
+            Glog.info(gobj, "Listening...", "url", gobj.read(URL), "lPort", socket.socket().getLocalPort());
+        } else {
+            Glog.debug(gobj, "Listening...", "url", gobj.read(URL), "lPort", socket.socket().getLocalPort());
+        }
+        if (servedCert != null) warnIfExpiring();
+        gobj.changeState(St.ST_IDLE);
+        // Bound clisrvs are started after the listener exists so that a free one can resume accepting.
+        for (Tcp t : new ArrayList<>(bound)) {
+            if (!t.gobj().isRunning()) t.gobj().start();
+        }
+        return 0;
+    }
+
+    @Override
+    public int onStop() {
+        closeServer();
+        gobj.changeState(St.ST_STOPPED);
+        return 0;
+    }
+
+    @Override
+    public void onDestroy() {
+        closeServer();
+    }
+
+    @Override
+    public void onWriting(String attr) {
+        // Not listening, or listening in plain TCP: the next start reads crypto anyway. A crypto that cannot serve
+        // is refused (the old one stays written and served), so a bad write is never persisted to fail the restart.
+        if (attr.equals(CRYPTO.name()) && servingTls()) {
+            String failure = reloadCerts();
+            if (failure != null) throw new IllegalArgumentException("crypto refused, the certificates in use stay: " + failure);
+        }
+    }
+
+    // --- Commands ---
+
+    private ObjectNode cmdReloadCerts(ObjectNode kw, GObj src) {
+        if (!servingTls()) return Envelope.error(NOT_TLS);
+        return reloadCerts() == null ? Envelope.ok("TLS certificates reloaded", null)
+                : Envelope.error("reload-certs FAILED (check logs)");
+    }
+
+    private ObjectNode cmdViewCert(ObjectNode kw, GObj src) {
+        if (!servingTls()) return Envelope.error(NOT_TLS);
+        ObjectNode data = Tls.describe(servedCert, gobj.yuno().clock().epochMillis());
+        data.put("url", gobj.read(URL));
+        return Envelope.ok(data);
+    }
+
+    // --- Actions ---
+
+    /** The quiet timer: the flood of refused connections is over once none came for {@link #REFUSALS_QUIET_MS}. */
+    private int acRefusalsQuiet(String event, ObjectNode kw, GObj src) {
+        Kw.release(kw);
+        long quiet = gobj.yuno().clock().monotonicMillis() - lastRefusedMs;
+        if (quiet < REFUSALS_QUIET_MS) {
+            quietTimer = gobj.setTimeout(REFUSALS_QUIET_MS - quiet, Ev.EV_TIMEOUT, null);
+            return 0;
+        }
+        quietTimer = Cancellable.NONE;
+        endRefusals();
+        return 0;
+    }
+
+    // --- Local methods ---
+
+    // Called by the server-side C_TCPs this listener binds.
+
+    /** A bound clisrv is free: give it a waiting socket, or resume accepting. */
+    void clisrvFree(Tcp t) {
+        if (mode == Mode.DYNAMIC) return;
+        while (!pending.isEmpty() && t.isFree()) {
+            Channel c = pending.poll();
+            if (c.isActive()) {
+                t.attach(c);
+                return;
+            }
+            connxs(-1);
+        }
+        if (server != null && pending.isEmpty() && !server.config().isAutoRead()) {
+            server.config().setAutoRead(true);
+        }
+    }
+
+    /** A clisrv connection closed. */
+    void clisrvClosed(Tcp t) {
+        connxs(-1);
+        if (mode == Mode.DYNAMIC) {
+            GObj top = dynamicTops.remove(t);
+            // Destroy after the close has been told all the way up (we are inside its publish chain).
+            if (top != null) gobj.yuno().execute(top::destroy);
+            return;
+        }
+        clisrvFree(t);
+    }
+
+    /** A clisrv was stopped or destroyed. */
+    void clisrvGone(Tcp t) {
+        if (mode == Mode.DYNAMIC && dynamicTops.remove(t) != null) {
+            connxs(-1);
+        }
+    }
+
+    // This listener's own steps.
+
+    /** The {@code url} to listen on, or null (said) when it does not parse or has no port. */
+    private Url listenUrl() {
         String u = gobj.read(URL);
         Url url;
         try {
@@ -145,61 +283,63 @@ public final class TcpS implements GObjBehavior {
         } catch (IllegalArgumentException e) {
             Glog.error(gobj, "URL NULL".equals(e.getMessage()) ? "URL NULL" : "Parsing url failed",
                     "url", u, "error", e.getMessage());
-            return -1;
+            return null;
         }
         if (url.port == 0) {
             Glog.error(gobj, "Cannot Listen on port 0", "url", u);
-            return -1;
+            return null;
         }
+        return url;
+    }
+
+    /** Sets {@code use_ssl} and, for a secure url, the server context from {@code crypto}; false (said) when it fails. */
+    private boolean makeTls(Url url) {
         gobj.setBool(USE_SSL, url.secure);
         sslCtx = null;
         servedCert = null;
-        if (url.secure) {
-            try {
-                Tls.ServerContext tls = Tls.server(crypto());
-                sslCtx = tls.ssl();
-                servedCert = tls.certificate();
-            } catch (IOException | RuntimeException e) {
-                Glog.error(gobj, "Cannot create TLS context", "url", u, "error", String.valueOf(e.getMessage()));
-                return -1;
-            }
+        if (!url.secure) return true;
+        try {
+            Tls.ServerContext tls = Tls.server(crypto());
+            sslCtx = tls.ssl();
+            servedCert = tls.certificate();
+            return true;
+        } catch (IOException | RuntimeException e) {
+            Glog.error(gobj, "Cannot create TLS context", "url", gobj.read(URL), "error", String.valueOf(e.getMessage()));
+            return false;
         }
-        mode = gobj.read(CHANNEL_TEMPLATE) instanceof ObjectNode ? Mode.DYNAMIC
-                : gobj.read(CHILD_TREE_FILTER) instanceof ObjectNode ? Mode.LEGACY : Mode.CHANNELS;
+    }
 
-        ServerSocketChannel jch = null;
+    /**
+     * Binds the listening socket here, on the core thread, so that a bind error refuses the start at once; sets
+     * {@code lHost} and {@code lPort} (the bound port). Null (said) when it cannot bind.
+     */
+    private ServerSocketChannel bind(Url url) {
+        ServerSocketChannel socket = null;
         try {
             InetAddress addr = InetAddress.getByName(url.host);
-            jch = ServerSocketChannel.open();
-            jch.configureBlocking(false);
-            jch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            jch.bind(new InetSocketAddress(addr, url.port), (int) Math.max(1, gobj.readLong(BACKLOG)));
+            socket = ServerSocketChannel.open();
+            socket.configureBlocking(false);
+            socket.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            socket.bind(new InetSocketAddress(addr, url.port), (int) Math.max(1, gobj.readLong(BACKLOG)));
         } catch (IOException | RuntimeException e) {
-            Glog.error(gobj, "Cannot Listen", "msgset", "operational_error", "url", u,
+            Glog.error(gobj, "Cannot Listen", "msgset", "operational_error", "url", gobj.read(URL),
                     "error", String.valueOf(e.getMessage()));
-            closeQuietly(jch);
-            return -1;
-        }
-        InetSocketAddress local;
-        try {
-            local = (InetSocketAddress) jch.getLocalAddress();
-        } catch (IOException e) {
-            closeQuietly(jch);
-            return -1;
+            closeQuietly(socket);
+            return null;
         }
         gobj.set(LHOST, url.host);
-        gobj.set(LPORT, String.valueOf(local.getPort()));
+        gobj.set(LPORT, String.valueOf(socket.socket().getLocalPort()));
+        return socket;
+    }
 
-        if (mode != Mode.DYNAMIC && bindChannels() == 0) {
-            Glog.error(gobj, "C_TCP_S new method: No channels found", "url", u);
-            closeQuietly(jch);
-            return -1;
-        }
-
-        ServerSocketChannel bound0 = jch;
+    /**
+     * Accepts on the core loop; accepted sockets go to the yuno's io group (the core loop itself with io_threads 0)
+     * unread, until a clisrv takes them.
+     */
+    private Channel listen(ServerSocketChannel socket) {
         ServerBootstrap sb = new ServerBootstrap()
                 .group(gobj.yuno().eventLoop(), gobj.yuno().ioGroup())
-                .channelFactory(() -> new NioServerSocketChannel(bound0))
+                .channelFactory(() -> new NioServerSocketChannel(socket))
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childHandler(new ChannelInitializer<Channel>() {
@@ -217,52 +357,34 @@ public final class TcpS implements GObjBehavior {
                         }
                     }
                 });
-        server = sb.register().channel();
-        if (gobj.isTraced(TRACE_LISTEN)) {
-            Glog.info(gobj, "Listening...", "url", u, "lPort", local.getPort());
-        } else {
-            Glog.debug(gobj, "Listening...", "url", u, "lPort", local.getPort());
-        }
-        if (servedCert != null) warnIfExpiring();
-        gobj.changeState(St.ST_IDLE);
-        // Bound clisrvs are started after the listener exists so that a free one can resume accepting.
-        for (Tcp t : new ArrayList<>(bound)) {
-            if (!t.gobj().isRunning()) t.gobj().start();
-        }
-        return 0;
+        return sb.register().channel();
     }
 
-    @Override
-    public int onStop() {
+    private void closeServer() {
         if (server != null) {
             server.close();
             server = null;
         }
         for (Channel c; (c = pending.poll()) != null; ) c.close();
-        gobj.changeState(St.ST_STOPPED);
-        return 0;
+        quietTimer.cancel();
+        quietTimer = Cancellable.NONE;
+        endRefusals();
     }
 
-    @Override
-    public void onDestroy() {
-        if (server != null) {
-            server.close();
-            server = null;
-        }
-        for (Channel c; (c = pending.poll()) != null; ) c.close();
+    /**
+     * One more connection not accepted: true when it is to be said (see {@link Streak}); the end of the flood is
+     * said {@link #REFUSALS_QUIET_MS} after the last one.
+     */
+    private boolean refusing() {
+        lastRefusedMs = gobj.yuno().clock().monotonicMillis();
+        if (quietTimer == Cancellable.NONE) quietTimer = gobj.setTimeout(REFUSALS_QUIET_MS, Ev.EV_TIMEOUT, null);
+        return refused.hit(lastRefusedMs);
     }
 
-    @Override
-    public void onWriting(String attr) {
-        // Not listening, or listening in plain TCP: the next start reads crypto anyway. A crypto that cannot serve
-        // is refused (the old one stays written and served), so a bad write is never persisted to fail the restart.
-        if (attr.equals(CRYPTO.name()) && servingTls()) {
-            String failure = reloadCerts();
-            if (failure != null) throw new IllegalArgumentException("crypto refused, the certificates in use stay: " + failure);
-        }
+    private void endRefusals() {
+        long n = refused.end();
+        if (n > 0) Glog.info(gobj, "TCP_S: Connection refusals ended", "url", gobj.read(URL), "refused", n);
     }
-
-    // --- Local methods ---
 
     private JsonNode crypto() {
         return gobj.read(CRYPTO) == null ? Kw.create() : gobj.read(CRYPTO);
@@ -374,8 +496,10 @@ public final class TcpS implements GObjBehavior {
             case LEGACY: {
                 Tcp t = firstFree();
                 if (t == null) {
-                    Glog.error(gobj, "TCP_S: Connection not accepted: no free child tree found",
-                            "peer", String.valueOf(c.remoteAddress()));
+                    if (refusing()) {
+                        Glog.error(gobj, "TCP_S: Connection not accepted: no free child tree found",
+                                "peer", String.valueOf(c.remoteAddress()), "refused", refused.count());
+                    }
                     c.close();
                     return;
                 }
@@ -402,8 +526,11 @@ public final class TcpS implements GObjBehavior {
 
     private void acceptDynamic(Channel c) {
         if (dynamicTops.size() >= gobj.readLong(MAX_CONNECTIONS)) {
-            Glog.warn(gobj, "TCP_S: Connection not accepted: max_connections reached",
-                    "max_connections", gobj.readLong(MAX_CONNECTIONS), "peer", String.valueOf(c.remoteAddress()));
+            if (refusing()) {
+                Glog.warn(gobj, "TCP_S: Connection not accepted: max_connections reached",
+                        "max_connections", gobj.readLong(MAX_CONNECTIONS), "peer", String.valueOf(c.remoteAddress()),
+                        "refused", refused.count());
+            }
             c.close();
             return;
         }
@@ -451,61 +578,5 @@ public final class TcpS implements GObjBehavior {
 
     private void connxs(int d) {
         gobj.setLong(CONNXS, Math.max(0, gobj.readLong(CONNXS) + d));
-    }
-
-    // --- Called by clisrv C_TCP gobjs ---
-
-    /** A bound clisrv is free: give it a waiting socket, or resume accepting. */
-    void clisrvFree(Tcp t) {
-        if (mode == Mode.DYNAMIC) return;
-        while (!pending.isEmpty() && t.isFree()) {
-            Channel c = pending.poll();
-            if (c.isActive()) {
-                t.attach(c);
-                return;
-            }
-            connxs(-1);
-        }
-        if (server != null && pending.isEmpty() && !server.config().isAutoRead()) {
-            server.config().setAutoRead(true);
-        }
-    }
-
-    /** A clisrv connection closed. */
-    void clisrvClosed(Tcp t) {
-        connxs(-1);
-        if (mode == Mode.DYNAMIC) {
-            GObj top = dynamicTops.remove(t);
-            // Destroy after the close has been told all the way up (we are inside its publish chain).
-            if (top != null) gobj.yuno().execute(top::destroy);
-            return;
-        }
-        clisrvFree(t);
-    }
-
-    /** A clisrv was stopped or destroyed. */
-    void clisrvGone(Tcp t) {
-        if (mode == Mode.DYNAMIC && dynamicTops.remove(t) != null) {
-            connxs(-1);
-        }
-    }
-
-    // --- Commands ---
-
-    private ObjectNode cmdReloadCerts(ObjectNode kw, GObj src) {
-        if (!servingTls()) return Envelope.error(NOT_TLS);
-        return reloadCerts() == null ? Envelope.ok("TLS certificates reloaded", null)
-                : Envelope.error("reload-certs FAILED (check logs)");
-    }
-
-    private ObjectNode cmdViewCert(ObjectNode kw, GObj src) {
-        if (!servingTls()) return Envelope.error(NOT_TLS);
-        ObjectNode data = Tls.describe(servedCert, gobj.yuno().clock().epochMillis());
-        data.put("url", gobj.read(URL));
-        return Envelope.ok(data);
-    }
-
-    SslContext sslContext() {
-        return sslCtx;
     }
 }

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * The bridge between one C_TCP socket registered on a worker loop ({@code io_threads} > 0) and the {@link Tcp}
  * gobj, whose state only the core loop touches. It is the socket's last handler on the worker side and keeps the
  * core side's buffers of that socket; every field is owned by one side, except the two atomics that carry
- * the tx accounting across.
+ * the tx accounting across. On the core side it is the socket's {@link TxSink}: the tx buffer writes into it.
  *
  * <p>Why batches: every task handed to another loop costs a queue insert and often a selector wakeup, which on a
  * small machine is more than the work of a message. So the reads of one burst cross in one task (posted at
@@ -34,7 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * up, so what waits here is at most what a worker reads before it sees autoRead off (a burst or two: up to 16
  * reads of at most 64 KiB each).
  */
-final class WorkerLink extends TcpBridge {
+final class WorkerLink extends TcpBridge implements TxSink {
     private final Yuno yuno;
 
     // --- worker side (the socket's loop) ---
@@ -184,19 +184,22 @@ final class WorkerLink extends TcpBridge {
      * flight it is exactly Netty's writability, whose change event then wakes the core; with something in flight
      * the batch that carries it wakes a waiting core when it is done.
      */
-    boolean writable(Channel c) {
+    @Override
+    public boolean writable(Channel c) {
         long inFlight = outBytes + inHop.get();
         return inFlight == 0 ? c.isWritable() : inFlight < c.bytesBeforeUnwritable();
     }
 
     /** Takes a buffer to write (the core-loop socket's {@code write} without flush). */
-    void add(ByteBuf b) {
+    @Override
+    public void write(Channel c, ByteBuf b) {
         out.add(b);
         outBytes += b.readableBytes();
     }
 
     /** Hands the batch to the worker in one task (the core-loop socket's {@code flush}). */
-    void handOff(Channel c) {
+    @Override
+    public void flush(Channel c) {
         if (out.isEmpty()) return;
         ArrayList<ByteBuf> batch = out;
         long bytes = outBytes;
@@ -215,7 +218,8 @@ final class WorkerLink extends TcpBridge {
      * The tx queue holds messages for lack of room: ask the worker to say when a batch has gone into the socket.
      * Armed before the check again, so a batch finishing in between is not missed.
      */
-    void awaitRoom(Channel c) {
+    @Override
+    public void awaitRoom(Channel c) {
         if (coreWaiting.get()) return;
         coreWaiting.set(true);
         if (writable(c) && coreWaiting.compareAndSet(true, false)) {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
-import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Fsm;
@@ -11,8 +10,16 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.api.Yuno;
-import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LeakWatch;
+import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Poll;
+import io.gatehouse.testkit.Ports;
+import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Tcp4hFrames;
+import io.gatehouse.testkit.TestCerts;
+import io.gatehouse.testkit.Threads;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -52,18 +59,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class TcpIoThreadsTest {
     private static TestCerts certs;
-    private static Support.LeakWatch leaks;
+    private static LeakWatch leaks;
 
     @BeforeAll
     static void makeCerts() throws Exception {
         certs = TestCerts.generate("localhost");
-        leaks = new Support.LeakWatch();
+        leaks = new LeakWatch();
     }
 
     /** Buffers cross threads here, and are held and released on both sides: none may be lost on the way. */
     @AfterAll
     static void noBufferLeaked() throws Exception {
         assertEquals("", leaks.stop(), "Netty's leak detector reported a leak");
+    }
+
+    private static List<String> ioThreadsLeft(String yunoName, long timeoutMs) {
+        return Threads.left("gatehouse-io-" + yunoName + "-", timeoutMs);
     }
 
     // --- Numbered messages whose every byte is known ---
@@ -168,11 +179,23 @@ class TcpIoThreadsTest {
                 .factory(SeqClient::new).build();
     }
 
-    /** Server top: counts what arrives, spending 20 µs of CPU on each, so a fast producer fills the socket buffers. */
+    /**
+     * Server top: counts what arrives, spending 20 µs of CPU on each. Its channel stops reading when it opens, so the
+     * producer is surely held back (the socket buffers fill), until the test resumes it.
+     */
     static final class CountSink implements GObjBehavior {
         static final AtomicLong RECEIVED = new AtomicLong();
+        static volatile GObj channel;
+        final GObj gobj;
 
         CountSink(GObj g) {
+            gobj = g;
+        }
+
+        private int acOpen(String ev, ObjectNode kw, GObj src) {
+            Kw.release(kw);
+            channel = src;
+            return src.send(Ev.EV_PAUSE_INPUT, null, gobj);
         }
 
         private int acMessage(String ev, ObjectNode kw, GObj src) {
@@ -186,7 +209,8 @@ class TcpIoThreadsTest {
         static final GClassSpec<CountSink> SPEC = GClassSpec.builder("C_COUNT_SINK", CountSink.class)
             .description("test stand-in C_COUNT_SINK (CountSink)")
                 .fsm(Fsm.<CountSink>builder().state(St.ST_IDLE)
-                        .on(Ev.EV_ON_MESSAGE, CountSink::acMessage).ignore(Ev.EV_ON_OPEN).ignore(Ev.EV_ON_CLOSE).build())
+                        .on(Ev.EV_ON_MESSAGE, CountSink::acMessage).on(Ev.EV_ON_OPEN, CountSink::acOpen)
+                        .ignore(Ev.EV_ON_CLOSE).build())
                 .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
                 .factory(CountSink::new).build();
     }
@@ -258,10 +282,11 @@ class TcpIoThreadsTest {
     @ValueSource(ints = {0, 2})
     void shouldWakeAProducerThatWaitsForTxReadyEveryTimeItWasHeldBack(int io) throws Exception {
         CountSink.RECEIVED.set(0);
+        CountSink.channel = null;
         ReadyProducer.SENT.set(0);
         ReadyProducer.WAITS.set(0);
-        int port = Support.freePort();
-        String srvCfg = Support.serverConfig(port, 1, null, null).replace("C_TEST_GATE", "C_COUNT_SINK");
+        int port = Ports.free();
+        String srvCfg = Support.serverConfig(port, 1, null).replace("C_TEST_GATE", "C_COUNT_SINK");
         String cliCfg = Support.clientConfig(port, null).replace("C_TEST_GATE", "C_READY_PRODUCER");
         try (YunoRuntime srv = YunoRuntime.builder().name("t").gclass(Support.specs()).gclass(CountSink.SPEC)
                      .config(srvCfg).build();
@@ -269,13 +294,14 @@ class TcpIoThreadsTest {
                      .gclass(ReadyProducer.SPEC).config(cliCfg).build()) {
             srv.start();
             cli.start();
-            long end = System.currentTimeMillis() + 30000;
-            while (CountSink.RECEIVED.get() < ReadyProducer.TOTAL && System.currentTimeMillis() < end) Thread.sleep(10);
+            assertTrue(Poll.until(() -> ReadyProducer.WAITS.get() > 0, 30_000),
+                    "io_threads " + io + ": held back while the server does not read");
+            srv.run(() -> CountSink.channel.send(Ev.EV_RESUME_INPUT, null, null));
+            Poll.until(() -> CountSink.RECEIVED.get() >= ReadyProducer.TOTAL, 30_000);
             assertEquals(ReadyProducer.TOTAL, CountSink.RECEIVED.get(), "stalled: sent " + ReadyProducer.SENT.get()
                     + ", held back " + ReadyProducer.WAITS.get() + " times");
-            assertTrue(ReadyProducer.WAITS.get() > 0, "io_threads " + io + ": the producer was never held back: the test proves nothing");
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     private static String json(String s) {
@@ -309,10 +335,10 @@ class TcpIoThreadsTest {
         SeqClient.ECHOED.set(0);
         SeqClient.BAD.set(0);
         SeqClient.OFF_CORE.set(0);
-        int port = Support.freePort();
+        int port = Ports.free();
         String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":" + json(certs.keyPem) + "}";
         // The server takes io_threads from its config, the client from the builder.
-        String srvCfg = "{\"yuno\":{\"io_threads\":" + io + "}," + Support.serverConfig(port, 1, tls ? crypto : null, null)
+        String srvCfg = "{\"yuno\":{\"io_threads\":" + io + "}," + Support.serverConfig(port, 1, tls ? crypto : null)
                 .replace("C_TEST_GATE", "C_SEQ_ECHO").substring(1);
         String cliCfg = Support.clientConfig(port, tls ? "\"crypto\":{\"ssl_trusted_certificate\":" + json(certs.certPem) + "}" : null)
                 .replace("C_TEST_GATE", "C_SEQ_CLIENT");
@@ -327,11 +353,9 @@ class TcpIoThreadsTest {
             srv.start();
             cli.start();
             SeqClient client = cli.call(() -> (SeqClient) cli.yuno().service("out").behavior());
-            long end = System.currentTimeMillis() + 10000;
-            while (cli.call(() -> client.channel) == null && System.currentTimeMillis() < end) Thread.sleep(10);
-            assertNotNull(cli.call(() -> client.channel), "the client opened");
+            assertTrue(Poll.until(() -> cli.call(() -> client.channel) != null, 10_000), "the client opened");
             GObj clisrv = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
-            while (!srv.call(() -> clisrv.readAttr("connected").asBoolean()) && System.currentTimeMillis() < end) Thread.sleep(10);
+            assertTrue(Poll.until(() -> srv.call(() -> clisrv.readAttr("connected").asBoolean()), 10_000));
             assertServedBy(cli, cli.call(() -> cli.yuno().service("out").lastBottom()), io);
             assertServedBy(srv, clisrv, io);
             if (tls) {
@@ -342,31 +366,28 @@ class TcpIoThreadsTest {
             for (int next = 0; next < n; ) {
                 int from = next;
                 int to = Math.min(n, next + 500);
-                long waitEnd = System.currentTimeMillis() + 20000;
                 // A window of messages in flight, so that the tx queues never hold the whole run.
-                while (SeqClient.ECHOED.get() < from - 4000 && System.currentTimeMillis() < waitEnd) Thread.sleep(1);
-                assertTrue(SeqClient.ECHOED.get() >= from - 4000, "stalled: sent " + from + ", received by the server "
-                        + SeqEcho.RECEIVED.get() + ", echoed " + SeqClient.ECHOED.get());
+                assertTrue(Poll.until(() -> SeqClient.ECHOED.get() >= from - 4000, 20_000), "stalled: sent " + from
+                        + ", received by the server " + SeqEcho.RECEIVED.get() + ", echoed " + SeqClient.ECHOED.get());
                 cli.run(() -> client.send(from, to));
                 next = to;
             }
-            end = System.currentTimeMillis() + 30000;
-            while (SeqClient.ECHOED.get() < n && System.currentTimeMillis() < end) Thread.sleep(5);
+            Poll.until(() -> SeqClient.ECHOED.get() >= n, 30_000);
             assertEquals(n, SeqEcho.RECEIVED.get(), "received by the server");
             assertEquals(n, SeqClient.ECHOED.get(), "echoed back to the client");
             assertEquals(0, SeqEcho.BAD.get(), "server: a message out of order or not byte-exact");
             assertEquals(0, SeqClient.BAD.get(), "client: an echo out of order or not byte-exact");
             assertEquals(0, SeqEcho.OFF_CORE.get() + SeqClient.OFF_CORE.get(), "an action ran off the core thread");
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     @Test
     void shouldSpreadAcceptedSocketsOverTheWorkerLoopsInDynamicMode() throws Exception {
-        int port = Support.freePort();
+        int port = Ports.free();
         String cfg = "{\"services\":[{\"name\":\"in\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
                 + "{\"name\":\"listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\","
-                + "\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":[{\"gclass\":\"C_PROT_TCP4H\"}]}}}]}]}";
+                + "\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":[{\"gclass\":\"C_TEST_FRAMER\"}]}}}]}]}";
         try (YunoRuntime srv = Support.runtime(cfg, 2)) {
             Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
@@ -375,7 +396,7 @@ class TcpIoThreadsTest {
             try {
                 for (int i = 0; i < 20; i++) {
                     Socket s = new Socket("127.0.0.1", port);
-                    s.getOutputStream().write(Support.frame("m" + i));
+                    s.getOutputStream().write(Tcp4hFrames.of("m" + i));
                     socks.add(s);
                 }
                 assertTrue(rec.awaitCount(Ev.EV_ON_MESSAGE, 20, 10000));
@@ -388,7 +409,7 @@ class TcpIoThreadsTest {
                 }
                 for (int i = 0; i < 20; i++) {
                     socks.get(i).setSoTimeout(5000);
-                    assertEquals("re-m" + i, Support.readFrame(socks.get(i).getInputStream()));
+                    assertEquals("re-m" + i, Tcp4hFrames.read(socks.get(i).getInputStream()));
                 }
                 Set<EventLoop> loops = new HashSet<>();
                 for (GObj ch : srv.call(() -> srv.yuno().service("in").children())) {
@@ -403,21 +424,21 @@ class TcpIoThreadsTest {
             }
             assertTrue(rec.awaitCount(Ev.EV_ON_CLOSE, 20, 10000));
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldRecoverFromPeersThatVanishMidStream(int io) throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, null), io)) {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null), io)) {
             Recorder rec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
             srv.start();
             GObj clisrv = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
 
             // 1. A producer resets its connection in the middle of a stream of frames (and of a frame).
-            byte[] frame = Support.frame("y".repeat(996));
+            byte[] frame = Tcp4hFrames.of("y".repeat(996));
             try (Socket s = new Socket("127.0.0.1", port)) {
                 assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
                 OutputStream out = s.getOutputStream();
@@ -459,22 +480,21 @@ class TcpIoThreadsTest {
             try (Socket s = new Socket("127.0.0.1", port)) {
                 s.setSoTimeout(5000);
                 assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                s.getOutputStream().write(Support.frame("after"));
-                long end = System.currentTimeMillis() + 5000;
+                s.getOutputStream().write(Tcp4hFrames.of("after"));
                 Recorder.Event m;
                 do {
                     m = rec.await(Ev.EV_ON_MESSAGE, 5000);
-                } while (m != null && !"after".equals(m.payloadText()) && System.currentTimeMillis() < end);
+                } while (m != null && !"after".equals(m.payloadText()));
                 assertNotNull(m);
                 assertEquals("after", m.payloadText());
                 ObjectNode back = Kw.withGbuffer(Unpooled.copiedBuffer("back", StandardCharsets.UTF_8));
                 back.putObject(Kw.TEMP).put("channel", "in-1");
                 srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, back, null));
-                assertEquals("back", Support.readFrame(s.getInputStream()));
+                assertEquals("back", Tcp4hFrames.read(s.getInputStream()));
             }
             assertEquals(0, logs.with("Event NOT DEFINED in state").size(), logs.all().toString());
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     @ParameterizedTest(name = "io_threads {0}")
@@ -484,10 +504,7 @@ class TcpIoThreadsTest {
             String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:"
                     + ss.getLocalPort() + "\",\"timeout_between_connections\":60000}}]}";
             try (YunoRuntime rt = Support.runtime(cfg, io)) {
-                Recorder rec = Recorder.create(rt, "rec");
-                rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-                rt.start();
-                rt.run(() -> rt.yuno().service("cli").start());
+                Recorder rec = Support.startClient(rt);
                 try (Socket peer = ss.accept()) {
                     assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                     // One core batch: the writes (about 30 KB, within what the socket takes without queueing; a drop
@@ -512,13 +529,13 @@ class TcpIoThreadsTest {
                 }
             }
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     @Test
     void shouldTimeOutAConnectThatHangsOnAWorkerLoopAndTryAgain() throws Exception {
         try (ServerSocket ss = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"));
-             Support.Logs logs = new Support.Logs()) {
+             LogCapture logs = new LogCapture()) {
             // A listener that never accepts, its backlog full: further SYNs are dropped, so a connect hangs.
             List<Socket> fill = new ArrayList<>();
             boolean hangs = false;
@@ -533,30 +550,35 @@ class TcpIoThreadsTest {
                     }
                 }
                 Assumptions.assumeTrue(hangs, "this kernel answers connects beyond the backlog");
-                String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:"
-                        + ss.getLocalPort() + "\",\"timeout_connect\":300,\"timeout_between_connections\":100}}]}";
-                try (YunoRuntime rt = Support.runtime(cfg, 2)) {
+                String cfg = Support.tcpConfig(ss.getLocalPort(), "\"timeout_connect\":300,\"timeout_between_connections\":100");
+                ManualClock clock = new ManualClock();
+                try (YunoRuntime rt = Support.runtime(cfg, 2, clock)) {
                     rt.start();
                     long t0 = System.nanoTime();
                     rt.run(() -> rt.yuno().service("cli").start());
-                    assertTrue(logs.await("Connection failed", 2, 5000), logs.all().toString());
+                    // timeout_connect is Netty's own timer on the worker loop: real time, bounded by the await.
+                    assertTrue(logs.await("Connection failed", 1, 5000), logs.all().toString());
                     long firstMs = logs.with("Connection failed").get(0).atMs - t0 / 1_000_000L;
                     assertTrue(firstMs >= 250, "failed by the timeout, after " + firstMs + " ms");
                     assertTrue(String.valueOf(logs.with("Connection failed").get(0).fields.get("cause")).contains("timed out"),
                             logs.with("Connection failed").get(0).toString());
+                    // the reconnect wait is a gobj timer: moved by the clock, and the attempt after it times out too
+                    assertEquals(100, TcpLoopbackTest.dueIn(rt, clock));
+                    clock.advance(100);
+                    assertTrue(logs.await("Connection failed", 2, 5000), logs.all().toString());
                 }
             } finally {
                 for (Socket s : fill) s.close();
             }
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("t", 3000));
+        assertEquals(List.of(), ioThreadsLeft("t", 3000));
     }
 
     @Test
     void shouldEndTheWorkerThreadsWhenTheYunoStops() throws Exception {
-        int port = Support.freePort();
+        int port = Ports.free();
         YunoRuntime srv = YunoRuntime.builder().name("iostop").ioThreads(2).gclass(Support.specs())
-                .config(Support.serverConfig(port, 2, null, null)).build();
+                .config(Support.serverConfig(port, 2, null)).build();
         YunoRuntime cli = YunoRuntime.builder().name("clientside").ioThreads(2).gclass(Support.specs())
                 .config(Support.clientConfig(port, null)).build();
         try {
@@ -570,9 +592,9 @@ class TcpIoThreadsTest {
             cli.run(() -> cli.yuno().service("out").send(Ev.EV_SEND_MESSAGE,
                     Kw.withGbuffer(Unpooled.copiedBuffer("x", StandardCharsets.UTF_8)), null));
             assertNotNull(rec.await(Ev.EV_ON_MESSAGE, 5000));
-            assertEquals(2, Support.ioThreads("iostop").size(), Support.ioThreads("iostop").toString());
+            assertEquals(2, Threads.ioWorkers("iostop").size(), Threads.ioWorkers("iostop").toString());
             srv.close();
-            assertEquals(List.of(), Support.ioThreadsLeft("iostop", 3000), "the server's worker threads ended");
+            assertEquals(List.of(), ioThreadsLeft("iostop", 3000), "the server's worker threads ended");
             raw.setSoTimeout(5000);
             assertEquals(-1, raw.getInputStream().read(), "its sockets were closed");
             raw.close();
@@ -580,7 +602,7 @@ class TcpIoThreadsTest {
             srv.close();
             cli.close();
         }
-        assertEquals(List.of(), Support.ioThreadsLeft("clientside", 3000));
-        assertEquals(List.of(), Support.threadsLeft("gatehouse-core-iostop-", 3000), "the core thread ended");
+        assertEquals(List.of(), ioThreadsLeft("clientside", 3000));
+        assertEquals(List.of(), Threads.left("gatehouse-core-iostop-", 3000), "the core thread ended");
     }
 }

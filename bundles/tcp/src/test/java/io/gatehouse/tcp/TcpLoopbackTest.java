@@ -4,12 +4,15 @@ package io.gatehouse.tcp;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
-import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
-import io.netty.buffer.ByteBuf;
+import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Poll;
+import io.gatehouse.testkit.Ports;
+import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Tcp4hFrames;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -17,9 +20,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.InputStream;
-import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,35 +35,46 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Loopback tests of C_TCP, C_TCP_S and C_PROT_TCP4H running in a real yuno (127.0.0.1, free ports). The tests
- * taking {@code io} run with the sockets on the core loop (0) and on two worker loops (io_threads 2).
+ * Loopback tests of C_TCP and C_TCP_S running in a real yuno (127.0.0.1, free ports), under the test framer. Timers
+ * (the reconnect wait and its backoff, timeout_inactivity, the end of a refusal flood) run on a {@link ManualClock}:
+ * only socket I/O is waited for, with bounded polling. The tests taking {@code io} run with the sockets on the core
+ * loop (0) and on two worker loops (io_threads 2).
  */
-@Timeout(30)
+@Timeout(60)
 class TcpLoopbackTest {
-
-    private static String clientConfig(int port, String tcpKw) {
-        return Support.clientConfig(port, tcpKw);
-    }
 
     private static ObjectNode msg(String s) {
         return Kw.withGbuffer(Unpooled.copiedBuffer(s, StandardCharsets.UTF_8));
     }
 
-    private static GObj clientTcp(YunoRuntime rt) {
-        return rt.call(() -> rt.yuno().service("out").children().get(0).bottom().bottom());
+    /** How long until the next timer of the yuno falls due; the core loop's current task is let finish first. */
+    static long dueIn(YunoRuntime rt, ManualClock clock) {
+        rt.run(() -> { });
+        return clock.nextDue() < 0 ? -1 : clock.nextDue() - clock.monotonicMillis();
+    }
+
+    private static ServerSocket listen(int port) throws Exception {
+        ServerSocket ss = new ServerSocket(port, 50, InetAddress.getLoopbackAddress());
+        ss.setSoTimeout(10_000);
+        return ss;
+    }
+
+    private static Recorder record(YunoRuntime rt, String service) {
+        Recorder rec = Recorder.create(rt, "rec");
+        rt.run(() -> rt.yuno().service(service).subscribe(null, rec.gobj()));
+        return rec;
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldRoundTripThroughBothStacksAndCountBytes(int io) throws Exception {
-        int port = Support.freePort();
-        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null, null), io);
-             YunoRuntime cli = Support.runtime(clientConfig(port, null), io)) {
-            Recorder srec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null), io);
+             YunoRuntime cli = Support.runtime(Support.clientConfig(port, null), io, clock)) {
+            Recorder srec = record(srv, "in");
             srv.start();
-            Recorder crec = Recorder.create(cli, "rec");
-            cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
+            Recorder crec = record(cli, "out");
             cli.start();
 
             assertNotNull(crec.await(Ev.EV_ON_OPEN, 5000));
@@ -80,278 +95,231 @@ class TcpLoopbackTest {
             Recorder.Event r = crec.await(Ev.EV_ON_MESSAGE, 5000);
             assertEquals("world", new String(r.payload, StandardCharsets.UTF_8));
 
-            GObj tcp = clientTcp(cli);
+            GObj tcp = cli.call(() -> cli.yuno().service("out").lastBottom());
             assertEquals(9L, cli.call(() -> tcp.readAttr("txBytes").asLong()));
             assertEquals(9L, cli.call(() -> tcp.readAttr("rxBytes").asLong()));
             assertEquals(1L, cli.call(() -> tcp.readAttr("txMsgs").asLong()));
             ObjectNode stats = cli.call(() -> cli.yuno().service("out").children().get(0).stats("", null, null));
             assertEquals(9, stats.path("data").path("txBytes").asInt(), stats.toString());
 
-            // Drop from the client side: both sides see the close; the server clisrv counters go back to 0.
+            // Drop from the client side: both sides see the close; the server side's counters go back to 0.
             GObj clisrv = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
             assertEquals(9L, srv.call(() -> clisrv.readAttr("rxBytes").asLong()));
             cli.run(() -> cli.yuno().service("out").send(Ev.EV_DROP, null, null));
             assertNotNull(crec.await(Ev.EV_ON_CLOSE, 5000));
             assertNotNull(srec.await(Ev.EV_ON_CLOSE, 5000));
             assertEquals(0L, srv.call(() -> clisrv.readAttr("rxBytes").asLong()));
-            // B4: a dropped running client reconnects after timeout_between_connections (2 s default)
+            // A dropped client that still runs connects again after timeout_between_connections (2 s by default).
+            assertEquals(2000, dueIn(cli, clock));
+            clock.advance(2000);
             assertNotNull(crec.await(Ev.EV_ON_OPEN, 5000));
         }
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
-    void shouldFollowTheWireFormatWithARawPeer(int io) throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs();
-             YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, "\"max_pkt_size\":1024,\"timeout_payload\":300"), io)) {
-            Recorder rec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
-            srv.start();
-            try (Socket s = new Socket("127.0.0.1", port)) {
-                s.setTcpNoDelay(true);
-                OutputStream out = s.getOutputStream();
-                InputStream in = s.getInputStream();
-                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                // check 2: one frame
-                out.write(new byte[] {0, 0, 0, 9, 'h', 'e', 'l', 'l', 'o'});
-                assertEquals("hello", rec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
-                // check 3: two frames in one write
-                byte[] two = new byte[] {0, 0, 0, 6, 'a', 'b', 0, 0, 0, 7, 'c', 'd', 'e'};
-                out.write(two);
-                assertEquals("ab", rec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
-                assertEquals("cde", rec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
-                // check 4: one byte per write
-                for (byte b : Support.frame("split")) {
-                    out.write(b);
-                    out.flush();
-                    Thread.sleep(5);
-                }
-                assertEquals("split", rec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
-                // check 7: exactly max_pkt_size is delivered
-                byte[] big = new byte[1024];
-                java.util.Arrays.fill(big, (byte) 'q');
-                out.write(Support.frame(new String(big, StandardCharsets.US_ASCII)));
-                assertEquals(1024, rec.await(Ev.EV_ON_MESSAGE, 5000).payload.length);
-                // check 1 / 10: a gbuffer is framed as is; a kw without one as compact JSON
-                ObjectNode hello = msg("hello");
-                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, hello, null));
-                assertEquals("hello", Support.readFrame(in));
-                ObjectNode json = Kw.create().put("a", 1);
-                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, json, null));
-                assertEquals("{\"a\":1}", Support.readFrame(in));
-                // header room: a payload with room in front is framed in place; a slice of a shared buffer is
-                // copied and its neighbours are left as they were
-                ByteBuf roomy = Gbuffers.allocate(5).writeBytes("roomy".getBytes(StandardCharsets.US_ASCII));
-                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(roomy), null));
-                assertEquals("roomy", Support.readFrame(in));
-                ByteBuf shared = Unpooled.copiedBuffer("0123456789", StandardCharsets.US_ASCII);
-                ByteBuf tail = shared.retainedSlice(0, 10).readerIndex(6);
-                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(tail), null));
-                assertEquals("6789", Support.readFrame(in));
-                assertEquals("0123456789", shared.toString(StandardCharsets.US_ASCII));
-                shared.release();
-                // check 5: header 4 closes with an error
-                out.write(new byte[] {0, 0, 0, 4});
-                assertNotNull(rec.await(Ev.EV_ON_CLOSE, 5000));
-                assertTrue(logs.await("frame_length cannot be 0", 1, 5000));
-                assertEquals(-1, in.read());
-            }
-            // check 6: header < 4 is "too long"
-            try (Socket s = new Socket("127.0.0.1", port)) {
-                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                s.getOutputStream().write(new byte[] {0, 0, 0, 2});
-                assertNotNull(rec.await(Ev.EV_ON_CLOSE, 5000));
-                assertTrue(logs.await("tcp4h head too long", 1, 5000));
-                assertEquals(-1, s.getInputStream().read());
-            }
-            // check 7: one byte over max_pkt_size
-            try (Socket s = new Socket("127.0.0.1", port)) {
-                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                s.getOutputStream().write(new byte[] {0, 0, 0x04, 0x05});
-                assertNotNull(rec.await(Ev.EV_ON_CLOSE, 5000));
-                assertTrue(logs.await("tcp4h head too long", 2, 5000));
-            }
-            // check 8: a payload that never completes is dropped after timeout_payload
-            try (Socket s = new Socket("127.0.0.1", port)) {
-                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                s.getOutputStream().write(new byte[] {0, 0, 0, 0x0E, 1, 2, 3});
-                assertTrue(logs.await("Timeout waiting PAYLOAD data", 1, 5000));
-                assertNotNull(rec.await(Ev.EV_ON_CLOSE, 5000));
-                assertEquals(-1, s.getInputStream().read());
-            }
-            // check 9: half a header and silence keep the connection open, no log
-            try (Socket s = new Socket("127.0.0.1", port)) {
-                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                s.getOutputStream().write(new byte[] {0, 0});
-                Thread.sleep(800);
-                assertEquals(4, rec.count(Ev.EV_ON_CLOSE));
-                assertEquals(1, logs.with("Timeout waiting PAYLOAD data").size());
-            }
-            assertEquals(0, logs.with("Event NOT DEFINED in state").size(), logs.all().toString());
-        }
-    }
-
-    @ParameterizedTest(name = "io_threads {0}")
-    @ValueSource(ints = {0, 2})
-    void shouldReconnectWithExponentialBackoffAndResetAfterAConnection(int io) throws Exception {
-        int port = Support.freePort();
-        String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
-                + "\",\"timeout_between_connections\":100,\"timeout_between_connections_max\":800}}]}";
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime rt = Support.runtime(cfg, io)) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
-            assertTrue(logs.await("Connection failed", 6, 6000));
-            List<Support.Rec> fails = logs.with("Connection failed");
+    void shouldWaitLongerAfterEachFailedAttemptAndStartAgainAtTheBaseAfterAConnection(int io) throws Exception {
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        String cfg = Support.tcpConfig(port, "\"timeout_between_connections\":100,\"timeout_between_connections_max\":800");
+        try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, io, clock)) {
+            Recorder rec = Support.startClient(rt);
             long[] want = {100, 200, 400, 800, 800};
             for (int i = 0; i < want.length; i++) {
-                long gap = fails.get(i + 1).atMs - fails.get(i).atMs;
-                assertTrue(gap >= want[i] - 20 && gap < want[i] + 250, "gap " + i + " = " + gap + " want " + want[i]);
+                assertTrue(logs.await("Connection failed", i + 1, 5000), logs.all().toString());
+                assertEquals(want[i], dueIn(rt, clock), "the wait after failure " + (i + 1));
+                if (i < want.length - 1) clock.advance(want[i]);
             }
-            try (ServerSocket ss = new ServerSocket(port)) {
-                Socket peer = ss.accept();
-                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
-                int before = logs.with("Connection failed").size();
-                ss.close();
-                peer.close();
+            try (ServerSocket ss = listen(port)) {
+                clock.advance(800);
+                try (Socket peer = ss.accept()) {
+                    assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                }
                 assertNotNull(rec.await(Ev.EV_DISCONNECTED, 5000));
-                assertTrue(logs.await("Connection failed", before + 2, 5000));
-                List<Support.Rec> f2 = logs.with("Connection failed");
-                long gap = f2.get(before + 1).atMs - f2.get(before).atMs;
-                assertTrue(gap < 350, "backoff restarts at the base after a connection: " + gap);
+                assertEquals(100, dueIn(rt, clock), "after a connection the wait is the base again");
             }
         }
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
-    void shouldCloseOnInactivityAndReconnectOnDemand(int io) throws Exception {
-        try (ServerSocket ss = new ServerSocket(0);
-             Support.Logs logs = new Support.Logs()) {
-            int port = ss.getLocalPort();
-            String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
-                    + "\",\"timeout_inactivity\":300,\"timeout_between_connections\":100}}]}";
-            try (YunoRuntime rt = Support.runtime(cfg, io)) {
-                Recorder rec = Recorder.create(rt, "rec");
-                rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-                rt.start();
-                rt.run(() -> rt.yuno().service("cli").start());
-                Socket p1 = ss.accept();
-                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
-                long t0 = System.nanoTime();
-                assertNotNull(rec.await(Ev.EV_DISCONNECTED, 5000));
-                long idle = (System.nanoTime() - t0) / 1_000_000L;
-                assertTrue(idle >= 250 && idle < 1500, "idle close after " + idle);
-                assertEquals(-1, p1.getInputStream().read());
-                Thread.sleep(700);
-                assertEquals(1, rec.count(Ev.EV_CONNECTED), "no automatic reconnect in the inactivity model");
+    void shouldCloseAnIdleConnectionAfterTimeoutInactivityAndConnectAgainOnlyToSend(int io) throws Exception {
+        ManualClock clock = new ManualClock();
+        try (ServerSocket ss = listen(0)) {
+            String cfg = Support.tcpConfig(ss.getLocalPort(), "\"timeout_inactivity\":300,\"timeout_between_connections\":100");
+            try (YunoRuntime rt = Support.runtime(cfg, io, clock)) {
+                Recorder rec = Support.startClient(rt);
+                try (Socket p1 = ss.accept()) {
+                    p1.setSoTimeout(5000);
+                    assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                    assertEquals(300, dueIn(rt, clock));
+                    clock.advance(200);
+                    rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("a"), null));
+                    clock.advance(100);   // traffic 100 ms ago: the timer waits the rest
+                    assertEquals(St.ST_CONNECTED, rt.call(() -> rt.yuno().service("cli").state()));
+                    assertEquals(200, dueIn(rt, clock));
+                    clock.advance(200);
+                    assertEquals('a', p1.getInputStream().read());
+                    assertEquals(-1, p1.getInputStream().read(), "closed after 300 ms without traffic");
+                    assertNotNull(rec.await(Ev.EV_DISCONNECTED, 5000));
+                }
+                assertEquals(-1, dueIn(rt, clock), "no reconnect wait in the inactivity model");
+                clock.advance(10_000);
+                assertEquals(1, rec.count(Ev.EV_CONNECTED));
                 rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("x"), null));
-                Socket p2 = ss.accept();
-                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
-                assertEquals('x', p2.getInputStream().read());
-                p1.close();
-                p2.close();
+                try (Socket p2 = ss.accept()) {
+                    p2.setSoTimeout(5000);
+                    assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                    assertEquals('x', p2.getInputStream().read());
+                }
             }
         }
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
-    void shouldKeepDataQueuedWhileAnOnDemandReconnectFails(int io) throws Exception {
-        int port = Support.freePort();
-        String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
-                + "\",\"timeout_inactivity\":5000,\"timeout_between_connections\":100}}]}";
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime rt = Support.runtime(cfg, io)) {
-            Recorder rec = Recorder.create(rt, "rec");
-            rt.run(() -> rt.yuno().service("cli").subscribe(null, rec.gobj()));
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+    void shouldKeepDataQueuedWhileAnOnDemandReconnectFailsAndSendItOnce(int io) throws Exception {
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        String cfg = Support.tcpConfig(port, "\"timeout_inactivity\":5000,\"timeout_between_connections\":100");
+        try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, io, clock)) {
+            Recorder rec = Support.startClient(rt);
             assertTrue(logs.await("Connection failed", 1, 5000));
             rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("q"), null));
-            assertTrue(logs.await("Connection failed", 3, 5000), "retries continue (B5)");
-            try (ServerSocket ss = new ServerSocket(port)) {
-                Socket p = ss.accept();
-                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
-                p.setSoTimeout(500);
-                assertEquals('q', p.getInputStream().read());
-                assertTrue(assertTimeoutRead(p), "delivered exactly once (B6)");
-                p.close();
+            assertTrue(logs.await("Connection failed", 2, 5000), "the data asked for a connection at once");
+            assertEquals(100, dueIn(rt, clock));
+            clock.advance(100);
+            assertTrue(logs.await("Connection failed", 3, 5000), "and attempts go on while it waits");
+            assertEquals(1L, rt.call(() -> rt.yuno().service("cli").readAttr("cur_tx_queue").asLong()));
+            try (ServerSocket ss = listen(port)) {
+                assertEquals(100, dueIn(rt, clock));
+                clock.advance(100);
+                try (Socket p = ss.accept()) {
+                    assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                    p.setSoTimeout(500);
+                    assertEquals('q', p.getInputStream().read());
+                    assertTrue(nothingMore(p), "delivered exactly once");
+                }
             }
         }
     }
 
-    private static boolean assertTimeoutRead(Socket p) throws Exception {
+    private static boolean nothingMore(Socket p) throws Exception {
         try {
             return p.getInputStream().read() == -1;
-        } catch (java.net.SocketTimeoutException e) {
+        } catch (SocketTimeoutException e) {
             return true;
         }
     }
 
     @Test
-    void shouldDropTxWhileDisconnectedWithAnError() throws Exception {
-        int port = Support.freePort();
-        String cfg = "{\"services\":[{\"name\":\"cli\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port
-                + "\",\"timeout_between_connections\":5000}}]}";
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime rt = Support.runtime(cfg)) {
-            rt.start();
-            rt.run(() -> rt.yuno().service("cli").start());
+    void shouldDropTxWhileDisconnectedSayingItOnceAndTheCountOnceConnected() throws Exception {
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        try (LogCapture logs = new LogCapture();
+             YunoRuntime rt = Support.runtime(Support.tcpConfig(port, "\"timeout_between_connections\":100"), 0, clock)) {
+            Recorder rec = Support.startClient(rt);
             assertTrue(logs.await("Connection failed", 1, 5000));
-            int r = rt.call(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null));
-            assertEquals(0, r);
-            assertEquals(1, logs.with("tcp tx data while disconnected, dropped").size());
+            for (int i = 0; i < 100; i++) {
+                assertEquals(0, (int) rt.call(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null)));
+            }
+            List<LogCapture.Rec> said = logs.with("tcp tx data while disconnected, dropped");
+            assertEquals(1, said.size(), "said when it starts, not per message");
+            assertEquals(1L, ((Number) said.get(0).fields.get("dropped")).longValue());
             assertEquals(St.ST_DISCONNECTED, rt.call(() -> rt.yuno().service("cli").state()));
+            assertEquals(0, logs.count("tcp tx data dropped while not connected"));
+            try (ServerSocket ss = listen(port); Socket peer = acceptAfter(ss, clock, dueIn(rt, clock))) {
+                assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
+                List<LogCapture.Rec> end = logs.with("tcp tx data dropped while not connected");
+                assertEquals(1, end.size(), "and once when it ends, with the count");
+                assertEquals(100L, ((Number) end.get(0).fields.get("dropped")).longValue());
+            }
         }
+    }
+
+    @Test
+    void shouldRemindOfDroppedTxOncePerMinuteWhileItLasts() throws Exception {
+        ManualClock clock = new ManualClock();
+        String cfg = Support.tcpConfig(Ports.free(), "\"timeout_between_connections\":3600000");
+        try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(cfg, 0, clock)) {
+            Support.startClient(rt);
+            assertTrue(logs.await("Connection failed", 1, 5000));
+            for (int i = 0; i < 10; i++) rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null));
+            clock.advance(Streak.REMIND_MS - 1);
+            rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null));
+            assertEquals(1, logs.count("tcp tx data while disconnected, dropped"));
+            clock.advance(1);
+            rt.run(() -> rt.yuno().service("cli").send(Ev.EV_TX_DATA, msg("lost"), null));
+            List<LogCapture.Rec> said = logs.with("tcp tx data while disconnected, dropped");
+            assertEquals(2, said.size(), "a minute later it is said again");
+            assertEquals(12L, ((Number) said.get(1).fields.get("dropped")).longValue(), "with the count so far");
+        }
+    }
+
+    /** Lets the reconnect wait of {@code waitMs} pass and accepts the connection it makes. */
+    private static Socket acceptAfter(ServerSocket ss, ManualClock clock, long waitMs) throws Exception {
+        clock.advance(waitMs);
+        return ss.accept();
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldBindOneConnectionPerChannelAndServeTheNextWhenOneFrees(int io) throws Exception {
-        int port = Support.freePort();
-        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null, null), io)) {
-            Recorder rec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
+        int port = Ports.free();
+        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 2, null), io)) {
+            Recorder rec = record(srv, "in");
             srv.start();
-            Socket a = new Socket("127.0.0.1", port);
-            Socket b = new Socket("127.0.0.1", port);
-            assertTrue(rec.awaitCount(Ev.EV_ON_OPEN, 2, 5000));
-            Socket c = new Socket("127.0.0.1", port);
-            c.getOutputStream().write(Support.frame("from-c"));
-            Thread.sleep(500);
-            assertEquals(2, rec.count(Ev.EV_ON_OPEN), "the third waits: connections = channels");
-            assertEquals(0, rec.count(Ev.EV_ON_MESSAGE));
-            a.close();
-            Recorder.Event closed = rec.await(Ev.EV_ON_CLOSE, 5000);
-            assertNotNull(closed);
-            String freed = closed.kw.path("__temp__").path("channel").asText();
-            // On the core loop sockets bind in accept order; from two worker loops their hand-overs may cross.
-            if (io == 0) assertEquals("in-1", freed);
-            assertTrue(rec.awaitCount(Ev.EV_ON_OPEN, 3, 5000), "the waiting client gets the freed channel");
-            Recorder.Event m = rec.await(Ev.EV_ON_MESSAGE, 5000);
-            assertEquals("from-c", m.payloadText());
-            assertEquals(freed, m.kw.path("__temp__").path("channel").asText());
-            b.close();
-            c.close();
+            GObj listener = srv.call(() -> srv.yuno().service("in").child("listen"));
+            try (Socket a = new Socket("127.0.0.1", port); Socket b = new Socket("127.0.0.1", port)) {
+                assertTrue(rec.awaitCount(Ev.EV_ON_OPEN, 2, 5000));
+                try (Socket c = new Socket("127.0.0.1", port)) {
+                    c.getOutputStream().write(Tcp4hFrames.of("from-c"));
+                    assertTrue(Poll.until(() -> srv.call(() -> listener.readAttr("connxs").asLong()) == 3, 5000),
+                            "the listener took the third connection");
+                    assertEquals(2, rec.count(Ev.EV_ON_OPEN), "the third waits: connections = channels");
+                    assertEquals(0, rec.count(Ev.EV_ON_MESSAGE), "unread");
+                    a.close();
+                    Recorder.Event closed = rec.await(Ev.EV_ON_CLOSE, 5000);
+                    assertNotNull(closed);
+                    String freed = closed.kw.path("__temp__").path("channel").asText();
+                    // On the core loop sockets bind in accept order; from two worker loops their hand-overs may cross.
+                    if (io == 0) assertEquals("in-1", freed);
+                    assertTrue(rec.awaitCount(Ev.EV_ON_OPEN, 3, 5000), "the waiting client gets the freed channel");
+                    Recorder.Event m = rec.await(Ev.EV_ON_MESSAGE, 5000);
+                    assertEquals("from-c", m.payloadText());
+                    assertEquals(freed, m.kw.path("__temp__").path("channel").asText());
+                }
+            }
         }
     }
 
     @Test
-    void shouldCloseConnectionsBeyondTheChannelsInLegacyMode() throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs();
+    void shouldCloseConnectionsBeyondTheChannelsInLegacyModeSayingItOncePerFlood() throws Exception {
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        String refusedMsg = "TCP_S: Connection not accepted: no free child tree found";
+        try (LogCapture logs = new LogCapture();
              YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1,
-                     "\"child_tree_filter\":{\"kw\":{\"__gclass_name__\":\"C_CHANNEL\"}}", null))) {
-            Recorder rec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
+                     "\"child_tree_filter\":{\"kw\":{\"__gclass_name__\":\"C_CHANNEL\"}}"), 0, clock)) {
+            Recorder rec = record(srv, "in");
             srv.start();
-            try (Socket a = new Socket("127.0.0.1", port); Socket b = new Socket("127.0.0.1", port)) {
+            try (Socket a = new Socket("127.0.0.1", port)) {
                 assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                b.setSoTimeout(5000);
-                assertEquals(-1, b.getInputStream().read());
-                assertEquals(1, logs.with("TCP_S: Connection not accepted: no free child tree found").size());
+                for (int i = 0; i < 5; i++) {
+                    try (Socket b = new Socket("127.0.0.1", port)) {
+                        b.setSoTimeout(5000);
+                        assertEquals(-1, b.getInputStream().read());
+                    }
+                }
                 assertEquals(1, rec.count(Ev.EV_ON_OPEN));
+                assertEquals(1, logs.count(refusedMsg), "said when the flood starts: " + logs.with(refusedMsg));
+                assertEquals(1L, ((Number) logs.with(refusedMsg).get(0).fields.get("refused")).longValue());
+                clock.advance(TcpS.REFUSALS_QUIET_MS - 1);
+                assertEquals(0, logs.count("TCP_S: Connection refusals ended"));
+                clock.advance(1);
+                List<LogCapture.Rec> end = logs.with("TCP_S: Connection refusals ended");
+                assertEquals(1, end.size(), "and when none came for a while, with the count");
+                assertEquals(5L, ((Number) end.get(0).fields.get("refused")).longValue());
             }
         }
     }
@@ -359,52 +327,82 @@ class TcpLoopbackTest {
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldCreateAndDestroyChannelsInDynamicModeUpToTheLimitWithManyClients(int io) throws Exception {
-        int port = Support.freePort();
-        String tmpl = "\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":[{\"gclass\":\"C_PROT_TCP4H\"}]},"
+        int port = Ports.free();
+        ManualClock clock = new ManualClock();
+        String tmpl = "\"channel_template\":{\"gclass\":\"C_CHANNEL\",\"children\":[{\"gclass\":\"C_TEST_FRAMER\"}]},"
                 + "\"max_connections\":40";
         String cfg = "{\"services\":[{\"name\":\"in\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
                 + "{\"name\":\"listen\",\"gclass\":\"C_TCP_S\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\"," + tmpl + "}}]}]}";
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(cfg, io)) {
-            Recorder rec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
+        String refusedMsg = "TCP_S: Connection not accepted: max_connections reached";
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(cfg, io, clock)) {
+            Recorder rec = record(srv, "in");
             srv.start();
             List<Socket> socks = new ArrayList<>();
-            for (int i = 0; i < 40; i++) {
-                Socket s = new Socket("127.0.0.1", port);
-                s.getOutputStream().write(Support.frame("m" + i));
-                socks.add(s);
+            try {
+                for (int i = 0; i < 40; i++) {
+                    Socket s = new Socket("127.0.0.1", port);
+                    s.getOutputStream().write(Tcp4hFrames.of("m" + i));
+                    socks.add(s);
+                }
+                assertTrue(rec.awaitCount(Ev.EV_ON_MESSAGE, 40, 10000));
+                assertEquals(41, srv.call(() -> srv.yuno().service("in").children().size()));
+                for (int i = 0; i < 3; i++) {
+                    try (Socket over = new Socket("127.0.0.1", port)) {
+                        over.setSoTimeout(5000);
+                        assertEquals(-1, over.getInputStream().read());
+                    }
+                }
+                assertTrue(logs.await(refusedMsg, 1, 5000));
+                clock.advance(TcpS.REFUSALS_QUIET_MS);
+                assertEquals(1, logs.count(refusedMsg), "three refused, said once");
+                assertEquals(3L, ((Number) logs.with("TCP_S: Connection refusals ended").get(0).fields.get("refused")).longValue());
+            } finally {
+                for (Socket s : socks) s.close();
             }
-            assertTrue(rec.awaitCount(Ev.EV_ON_MESSAGE, 40, 10000));
-            assertEquals(41, srv.call(() -> srv.yuno().service("in").children().size()));
-            try (Socket over = new Socket("127.0.0.1", port)) {
-                over.setSoTimeout(5000);
-                assertEquals(-1, over.getInputStream().read());
-            }
-            assertTrue(logs.await("TCP_S: Connection not accepted: max_connections reached", 1, 5000));
-            for (Socket s : socks) s.close();
             assertTrue(rec.awaitCount(Ev.EV_ON_CLOSE, 40, 10000));
-            long end = System.currentTimeMillis() + 5000;
-            while (srv.call(() -> srv.yuno().service("in").children().size()) > 1 && System.currentTimeMillis() < end) {
-                Thread.sleep(20);
-            }
-            assertEquals(1, srv.call(() -> srv.yuno().service("in").children().size()), "channels destroyed");
-            assertEquals(0, logs.with("Event NOT DEFINED in state").size(), logs.all().toString());
+            assertTrue(Poll.until(() -> srv.call(() -> srv.yuno().service("in").children().size()) == 1, 5000),
+                    "channels destroyed");
+            assertEquals(0, logs.count("Event NOT DEFINED in state"), logs.all().toString());
         }
     }
 
     @Test
     void shouldRefuseToStartWhenItCannotListen() throws Exception {
-        try (ServerSocket busy = new ServerSocket(0); Support.Logs logs = new Support.Logs()) {
+        try (ServerSocket busy = listen(0); LogCapture logs = new LogCapture()) {
             int port = busy.getLocalPort();
-            try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, null))) {
+            try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null))) {
                 srv.start();
                 assertFalse(srv.call(() -> srv.yuno().service("in").child("listen").isRunning()));
-                assertEquals(1, logs.with("Cannot Listen").size(), logs.all().toString());
+                assertEquals(1, logs.count("Cannot Listen"), logs.all().toString());
             }
-            try (YunoRuntime srv = Support.runtime(Support.serverConfig(0, 1, null, null))) {
+            try (YunoRuntime srv = Support.runtime(Support.serverConfig(0, 1, null))) {
                 srv.start();
                 assertFalse(srv.call(() -> srv.yuno().service("in").child("listen").isRunning()));
-                assertEquals(1, logs.with("Cannot Listen on port 0").size());
+                assertEquals(1, logs.count("Cannot Listen on port 0"));
+            }
+        }
+    }
+
+    /**
+     * A config change that rebuilds the listener's service on the same port (here: a channel more) listens again at
+     * once: the old listening socket is closed by the selector only at its next select, so the new one must not bind
+     * in the task that closed it.
+     */
+    @Test
+    void shouldListenAgainOnTheSamePortWhenItsServiceIsRebuilt() throws Exception {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null))) {
+            srv.start();
+            try (Socket before = new Socket("127.0.0.1", port)) {
+                assertTrue(before.isConnected());
+            }
+            java.util.Map<String, String> outcome =
+                    srv.reconfigure((ObjectNode) Kw.MAPPER.readTree(Support.serverConfig(port, 2, null)));
+            assertEquals("rebuilt", outcome.get("in"), outcome.toString());
+            assertTrue(srv.call(() -> srv.yuno().service("in").child("listen").isRunning()), logs.all().toString());
+            assertEquals(0, logs.count("Cannot Listen"), logs.all().toString());
+            try (Socket after = new Socket("127.0.0.1", port)) {
+                assertTrue(after.isConnected());
             }
         }
     }
@@ -437,17 +435,44 @@ class TcpLoopbackTest {
         } catch (Exception e) {
             return;   // no IPv6 loopback here
         }
-        int port = Support.freePort();
-        String srvCfg = Support.serverConfig(port, 1, null, null).replace("tcp://127.0.0.1:", "tcp://[::1]:");
+        int port = Ports.free();
+        String srvCfg = Support.serverConfig(port, 1, null).replace("tcp://127.0.0.1:", "tcp://[::1]:");
         try (YunoRuntime srv = Support.runtime(srvCfg);
-             YunoRuntime cli = Support.runtime(clientConfig(port, null).replace("tcp://127.0.0.1:", "tcp://[::1]:"))) {
-            Recorder rec = Recorder.create(srv, "rec");
-            srv.run(() -> srv.yuno().service("in").subscribe(null, rec.gobj()));
+             YunoRuntime cli = Support.runtime(Support.clientConfig(port, null).replace("tcp://127.0.0.1:", "tcp://[::1]:"))) {
+            Recorder rec = record(srv, "in");
             srv.start();
             cli.start();
             Recorder.Event open = rec.await(Ev.EV_ON_OPEN, 5000);
             assertNotNull(open);
             assertTrue(open.kw.path("peername").asText().startsWith("[0:0:0:0:0:0:0:1]:"), open.kw.toString());
+        }
+    }
+
+    @Test
+    void shouldReadTheFramesARawPeerWritesInAnySplit() throws Exception {
+        int port = Ports.free();
+        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null))) {
+            Recorder rec = record(srv, "in");
+            srv.start();
+            GObj clisrv = srv.call(() -> srv.yuno().service("in").child("in-1").lastBottom());
+            try (Socket s = new Socket("127.0.0.1", port)) {
+                s.setTcpNoDelay(true);
+                assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
+                // one byte per read: each byte is waited for on the server side before the next is written
+                byte[] f = Tcp4hFrames.of("split");
+                for (int i = 0; i < f.length; i++) {
+                    s.getOutputStream().write(f[i]);
+                    long got = i + 1;
+                    assertTrue(Poll.until(() -> srv.call(() -> clisrv.readAttr("rxBytes").asLong()) == got, 5000));
+                }
+                assertEquals("split", rec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
+                assertEquals((long) f.length, srv.call(() -> clisrv.readAttr("rxMsgs").asLong()), "one EV_RX_DATA per read");
+                ObjectNode back = msg("back");
+                srv.run(() -> srv.yuno().service("in").send(Ev.EV_SEND_MESSAGE, back, null));
+                InputStream in = s.getInputStream();
+                s.setSoTimeout(5000);
+                assertEquals("back", Tcp4hFrames.read(in));
+            }
         }
     }
 }

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
-import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
-import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.Ports;
+import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Tcp4hFrames;
+import io.gatehouse.testkit.TestCerts;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -52,7 +55,7 @@ class TcpSCertsTest {
     private static String tlsServerCfg(int port, TestCerts certs) {
         String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":"
                 + json(certs.keyPem) + "}";
-        return Support.serverConfig(port, 3, crypto, null).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
+        return Support.serverConfig(port, 3, crypto).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
     }
 
     private static ObjectNode command(YunoRuntime rt, String command) {
@@ -104,9 +107,9 @@ class TcpSCertsTest {
     }
 
     @Test
-    void viewCertShouldDescribeTheServedCertificate() throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
+    void shouldDescribeTheServedCertificateInViewCert() throws Exception {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
             srv.start();
             ObjectNode r = command(srv, "view-cert");
             assertEquals(0, r.path("result").asInt(), r.toString());
@@ -134,9 +137,9 @@ class TcpSCertsTest {
     }
 
     @Test
-    void viewCertAndReloadCertsShouldRefuseOnAPlainListener() throws Exception {
-        int port = Support.freePort();
-        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null, null))) {
+    void shouldRefuseViewCertAndReloadCertsOnAPlainListener() throws Exception {
+        int port = Ports.free();
+        try (YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1, null))) {
             srv.start();
             GObj l = listener(srv);
             assertTrue(srv.call(l::isRunning));
@@ -149,11 +152,11 @@ class TcpSCertsTest {
     }
 
     @Test
-    void writingCryptoShouldServeTheNewCertificateToNewConnectionsOnly(@TempDir Path dir) throws Exception {
+    void shouldServeAWrittenCryptoToNewConnectionsOnly(@TempDir Path dir) throws Exception {
         Path certFile = Files.writeString(dir.resolve("second.crt"), second.certPem);
         Path keyFile = Files.writeString(dir.resolve("second.key"), second.keyPem);
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
             Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
@@ -169,7 +172,7 @@ class TcpSCertsTest {
                     assertEquals("CN=second", peerSubject(after));
                 }
                 // The connection made before the reload still carries data on its own session.
-                before.getOutputStream().write(Support.frame("still here"));
+                before.getOutputStream().write(Tcp4hFrames.of("still here"));
                 before.getOutputStream().flush();
                 assertEquals("still here", srec.await(Ev.EV_ON_MESSAGE, 5000).payloadText());
             }
@@ -184,9 +187,9 @@ class TcpSCertsTest {
     }
 
     @Test
-    void writingABrokenCryptoShouldKeepServingTheOldCertificate() throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
+    void shouldKeepServingTheOldCertificateWhenAWrittenCryptoIsBroken() throws Exception {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, first))) {
             srv.start();
             List<ObjectNode> broken = List.of(
                     crypto("/nonexistent/gatehouse/second.crt", second.keyPem),
@@ -201,7 +204,7 @@ class TcpSCertsTest {
                 assertTrue(answer.path("comment").asText().startsWith("crypto refused"), answer.toString());
                 assertEquals(before, srv.call(() -> listener(srv).readAttr("crypto")), "the crypto in use stays written");
                 failures++;
-                List<Support.Rec> errors = logs.with("reload-certs FAILED");
+                List<LogCapture.Rec> errors = logs.with("reload-certs FAILED");
                 assertEquals(failures, errors.size(), bad + " " + logs.all());
                 assertTrue(String.valueOf(errors.get(failures - 1).fields.get("error")).length() > 0);
 
@@ -230,17 +233,17 @@ class TcpSCertsTest {
         // Half a day off the day boundary: a DST change inside the relative start date moves it by an hour.
         TestCerts expired = TestCerts.generate("expired", "-10d-12H", 5);
         TestCerts soon = TestCerts.generate("soon", null, 10);
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, expired))) {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture(); YunoRuntime srv = Support.runtime(tlsServerCfg(port, expired))) {
             srv.start();
-            List<Support.Rec> atStart = logs.with("TLS certificate expired");
+            List<LogCapture.Rec> atStart = logs.with("TLS certificate expired");
             assertEquals(1, atStart.size(), logs.all().toString());
             // ended 5.5 days ago: rounded down to -6
             assertEquals(-6L, ((Number) atStart.get(0).fields.get("days_remaining")).longValue());
             assertEquals(-6, command(srv, "view-cert").path("data").path("days_remaining").asInt());
 
             writeCrypto(srv, crypto(soon.certPem, soon.keyPem));
-            List<Support.Rec> onReload = logs.with("TLS certificate expires soon");
+            List<LogCapture.Rec> onReload = logs.with("TLS certificate expires soon");
             assertEquals(1, onReload.size(), logs.all().toString());
             assertEquals(9L, ((Number) onReload.get(0).fields.get("days_remaining")).longValue());
             assertEquals("CN=soon", onReload.get(0).fields.get("subject"));

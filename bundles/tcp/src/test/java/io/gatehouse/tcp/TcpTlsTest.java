@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
-import io.gatehouse.testkit.TestCerts;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
-import io.gatehouse.testkit.Recorder;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.Poll;
+import io.gatehouse.testkit.Ports;
+import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.TestCerts;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
@@ -17,6 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.nio.charset.StandardCharsets;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -41,29 +45,33 @@ class TcpTlsTest {
 
     private static String serverCfg(int port) {
         String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":" + json(certs.keyPem) + "}";
-        return Support.serverConfig(port, 1, crypto, null).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
+        return Support.serverConfig(port, 1, crypto).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
     }
 
     private static String clientCfg(int port, String trusted) {
-        return "{\"services\":[{\"name\":\"out\",\"gclass\":\"C_TEST_GATE\",\"autostart\":true,\"children\":["
-                + "{\"name\":\"out\",\"gclass\":\"C_CHANNEL\",\"children\":["
-                + "{\"name\":\"out\",\"gclass\":\"C_PROT_TCP4H\",\"kw\":{\"url\":\"tcp4hs://127.0.0.1:" + port + "\","
-                + "\"crypto\":{\"ssl_trusted_certificate\":" + json(trusted) + "},"
-                + "\"tcp_kw\":{\"timeout_between_connections\":300}}}]}]}]}";
+        return Support.clientConfig(port, "\"crypto\":{\"ssl_trusted_certificate\":" + json(trusted) + "},"
+                + "\"timeout_between_connections\":300").replace("tcp://127.0.0.1:", "tcp4hs://127.0.0.1:");
     }
 
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldRoundTripOverTls(int io) throws Exception {
-        int port = Support.freePort();
-        try (YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem), io)) {
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture();
+             YunoRuntime srv = Support.runtime(serverCfg(port), io);
+             YunoRuntime cli = Support.runtime(clientCfg(port, certs.certPem), io)) {
             Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
             Recorder crec = Recorder.create(cli, "rec");
             cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
+            cli.run(() -> cli.yuno().service("out").lastBottom().setTrace(Tcp.TRACE_TLS, true));
             cli.start();
             assertNotNull(crec.await(Ev.EV_ON_OPEN, 10000));
+            // trace "tls": the protocol and cipher a handshake agreed
+            LogCapture.Rec done = logs.with("TLS handshake done").get(0);
+            assertTrue(String.valueOf(done.fields.get("protocol")).startsWith("TLS"), done.toString());
+            assertFalse(String.valueOf(done.fields.get("cipher")).isEmpty(), done.toString());
             assertNotNull(srec.await(Ev.EV_ON_OPEN, 10000));
             ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("secret", StandardCharsets.UTF_8));
             cli.run(() -> cli.yuno().service("out").send(Ev.EV_SEND_MESSAGE, kw, null));
@@ -81,19 +89,23 @@ class TcpTlsTest {
     @ParameterizedTest(name = "io_threads {0}")
     @ValueSource(ints = {0, 2})
     void shouldNotOpenWhenTheServerIsNotTrusted(int io) throws Exception {
-        int port = Support.freePort();
-        try (Support.Logs logs = new Support.Logs();
+        int port = Ports.free();
+        try (LogCapture logs = new LogCapture();
              YunoRuntime srv = Support.runtime(serverCfg(port), io); YunoRuntime cli = Support.runtime(clientCfg(port, other.certPem), io)) {
             Recorder srec = Recorder.create(srv, "rec");
             srv.run(() -> srv.yuno().service("in").subscribe(null, srec.gobj()));
             srv.start();
             Recorder crec = Recorder.create(cli, "rec");
             cli.run(() -> cli.yuno().service("out").subscribe(null, crec.gobj()));
+            cli.run(() -> cli.yuno().service("out").lastBottom().setTrace(Tcp.TRACE_TLS, true));
             cli.start();
-            Thread.sleep(1500);
+            // trace "tls": the client says why its handshake failed; the socket then closes without an open
+            assertTrue(logs.await("TLS handshake failed", 1, 10_000), logs.all().toString());
+            assertTrue(Poll.until(() -> logs.with("Disconnected").stream().anyMatch(r -> r.gobj.equals("C_TCP^out")
+                    && String.valueOf(r.fields.get("cause")).contains("SSLHandshakeException")), 10_000),
+                    String.valueOf(logs.with("Disconnected")));
             assertEquals(0, crec.count(Ev.EV_ON_OPEN));
-            assertEquals(0, srec.count(Ev.EV_ON_OPEN));
-            assertTrue(logs.with("Connection failed").size() + logs.with("Disconnected").size() >= 1, logs.all().toString());
+            assertEquals(0, srec.count(Ev.EV_ON_OPEN), "the server opens only after a handshake");
         }
     }
 }

@@ -25,23 +25,27 @@ import io.netty.buffer.CompositeByteBuf;
 import java.util.ArrayDeque;
 
 /**
- * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (C_TCP, found by name).
- * Deframes EV_RX_DATA into one EV_ON_MESSAGE per frame, frames EV_SEND_MESSAGE into EV_TX_DATA, and turns
- * protocol errors into a drop of the transport. Port of {@code kernel/c/root-linux/src/c_prot_tcp4h.c}
- * @6043415 (the dead ST_WAIT_HANDSHAKE state is not kept).
+ * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (a C_TCP; with {@code url} and
+ * no bottom it creates one). Deframes EV_RX_DATA into one EV_ON_MESSAGE per frame, frames EV_SEND_MESSAGE into
+ * EV_TX_DATA, and turns protocol errors and timeouts into a drop of the transport.
+ * Port of {@code kernel/c/root-linux/src/c_prot_tcp4h.c} @6043415 (its ST_WAIT_HANDSHAKE state, which nothing
+ * enters, is not kept).
  *
  * <pre>
  *   ST_DISCONNECTED --EV_CONNECTED--&gt; ST_WAIT_FRAME_HEADER &lt;--frame complete-- ST_WAIT_PAYLOAD
  *         ^                                 |  header complete, payload partial      ^
  *         |                                 +----------------------------------------+
- *         +---- EV_DISCONNECTED, or a protocol error / payload timeout (EV_DROP to the bottom)
+ *         +---- EV_DISCONNECTED, or a protocol error or timeout (EV_DROP to the bottom, and wait for it to
+ *               report the close within timeout_close)
  * </pre>
  *
- * Input threshold (seeds/001): with {@code input_threshold_msgs}/{@code _bytes} set, frames handed up count
- * until the consumer credits them back with EV_RESUME_INPUT; the frame that reaches either limit carries
- * {@code is_blocked: true}, the rest of the read stays here and the bottom stops reading (EV_PAUSE_INPUT).
+ * Input threshold: with {@code input_threshold_msgs}/{@code _bytes} set, frames handed up count until the consumer
+ * credits them back with EV_RESUME_INPUT; the frame that reaches either limit carries {@code is_blocked: true},
+ * the rest of the read stays here and the bottom stops reading (EV_PAUSE_INPUT), so TCP backpressure reaches the
+ * sender.
  */
 public final class ProtTcp4h implements GObjBehavior {
+    public static final String GCLASS = GClassNames.C_PROT_TCP4H;
 
     // --- Attributes ---
 
@@ -89,7 +93,7 @@ public final class ProtTcp4h implements GObjBehavior {
             .on(Ev.EV_DROP,          ProtTcp4h::acDrop)
             .on(Ev.EV_PAUSE_INPUT,   ProtTcp4h::acPauseInput)
             .on(Ev.EV_RESUME_INPUT,  ProtTcp4h::acResumeInput)
-            .ignore(Ev.EV_RX_DATA)   // bytes of a read that followed our own close: dropped silently (B2)
+            .ignore(Ev.EV_RX_DATA)   // the rest of a read that came after our own close: dropped silently
             .ignore(Ev.EV_TX_READY)
         .state(ST_WAIT_FRAME_HEADER)
             .on(Ev.EV_RX_DATA,       ProtTcp4h::acRxData)
@@ -115,7 +119,7 @@ public final class ProtTcp4h implements GObjBehavior {
 
     // --- Spec ---
 
-    public static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder(GClassNames.C_PROT_TCP4H, ProtTcp4h.class)
+    public static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder(GCLASS, ProtTcp4h.class)
             .description("4-byte big-endian length-prefixed messages (header = payload length + 4)")
             .attrs(URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_HEADER, TIMEOUT_CLOSE,
                     INPUT_THRESHOLD_MSGS, INPUT_THRESHOLD_BYTES, CRYPTO, TCP_KW, CONNECTED, INPUT_BLOCKED)
@@ -142,7 +146,6 @@ public final class ProtTcp4h implements GObjBehavior {
     private boolean payloadTimerArmed;
     /** When the last bytes of an incomplete payload came, on the yuno's clock (ms). */
     private long lastPayloadReadMs;
-    private boolean opened;
     private final InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
     private boolean bottomPaused;
@@ -151,16 +154,11 @@ public final class ProtTcp4h implements GObjBehavior {
     /** When the header guard ({@code timeout_header}) started counting (the yuno's clock, ms), -1 when it does not run. */
     private long headerGuardSinceMs = -1;
 
-    public ProtTcp4h(GObj gobj) {
+    ProtTcp4h(GObj gobj) {
         this.gobj = gobj;
     }
 
     // --- Framework methods ---
-
-    @Override
-    public void onCreate() {
-        framer.setMaxPktSize(gobj.readLong(MAX_PKT_SIZE));
-    }
 
     @Override
     public int onStart() {
@@ -206,201 +204,6 @@ public final class ProtTcp4h implements GObjBehavior {
         releaseHeld();
     }
 
-    @Override
-    public void onWriting(String attr) {
-        // The framer checks every header against the limit: it is told, as a Netty decoder would be configured.
-        if (attr.equals(MAX_PKT_SIZE.name())) framer.setMaxPktSize(gobj.readLong(MAX_PKT_SIZE));
-    }
-
-    // --- Local methods ---
-
-    private long nowMs() {
-        return gobj.yuno().clock().monotonicMillis();
-    }
-
-    private void clearTimer() {
-        timer.cancel();
-        timer = Cancellable.NONE;
-        payloadTimerArmed = false;
-    }
-
-    private void setTimer(long ms) {
-        timer.cancel();
-        timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
-        payloadTimerArmed = false;
-    }
-
-    /**
-     * timeout_payload counts from the last read while a payload is incomplete. Rearming a timer on every read
-     * costs a scheduled task and its cancellation per read; instead one timer stays armed and, when it fires,
-     * waits the rest of the time if bytes came since.
-     */
-    private void armPayloadTimer() {
-        lastPayloadReadMs = nowMs();
-        if (!payloadTimerArmed) {
-            setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
-            payloadTimerArmed = true;
-        }
-    }
-
-    private void releaseHeld() {
-        for (ByteBuf b; (b = held.poll()) != null; ) b.release();
-    }
-
-    private boolean inputBlocked() {
-        return inputThreshold.isBlocked() || pausedByUpper;
-    }
-
-    /**
-     * Deframes {@code buf} (owned) and publishes each frame. Stops early, keeping the rest in {@link #held},
-     * when a frame blocks the input; stops and discards the rest when a publish tore the connection down.
-     */
-    private void process(ByteBuf buf) {
-        if (!payloadTimerArmed) clearTimer();   // a payload timer left armed finds out by itself when it fires
-        try {
-            for (;;) {
-                if (inputBlocked()) {
-                    if (buf.isReadable()) {
-                        held.add(buf);
-                        buf = null;
-                    }
-                    gobj.changeState(ST_WAIT_FRAME_HEADER);
-                    headerGuardSinceMs = -1; // we stopped reading: the peer is not late
-                    return;
-                }
-                ByteBuf frame = framer.decode(alloc, buf);
-                if (frame == null) {
-                    break;
-                }
-                deliver(frame);
-                if (gobj.isDestroyed() || gobj.inState(St.ST_DISCONNECTED)) {
-                    // The subscriber dropped or stopped us while handling the frame: the rest of this read
-                    // is discarded silently (Yuneta 7.8.1 fix, B2).
-                    return;
-                }
-            }
-            if (framer.error() != Tcp4hFramer.Error.NONE) {
-                protocolError();
-                return;
-            }
-        } finally {
-            if (buf != null) buf.release();
-        }
-        if (framer.inPayload()) {
-            gobj.changeState(ST_WAIT_PAYLOAD);
-            armPayloadTimer();
-        } else {
-            gobj.changeState(ST_WAIT_FRAME_HEADER);
-            armHeaderGuard();
-        }
-    }
-
-    /**
-     * The header guard (opt-in, {@code timeout_header} > 0): while waiting for a header, it runs before the first
-     * frame of the connection, and from the end of the last frame (or the first byte of a header after an idle
-     * period) while part of a header is held; more header bytes do not restart it. An idle connection between
-     * complete frames is not timed, nor is a connection whose input we stopped.
-     */
-    private void armHeaderGuard() {
-        long t = gobj.readLong(TIMEOUT_HEADER);
-        if (t <= 0 || inputBlocked() || (anyFrame && !framer.hasPartial())) {
-            if (headerGuardSinceMs >= 0) clearTimer();
-            headerGuardSinceMs = -1;
-            return;
-        }
-        long now = nowMs();
-        if (headerGuardSinceMs < 0) headerGuardSinceMs = now;
-        setTimer(Math.max(1, t - (now - headerGuardSinceMs)));
-    }
-
-    private void drainHeld() {
-        while (!inputBlocked() && !held.isEmpty() && !gobj.inState(St.ST_DISCONNECTED)) {
-            process(held.poll());
-        }
-    }
-
-    private void deliver(ByteBuf frame) {
-        anyFrame = true;
-        headerGuardSinceMs = -1;
-        int len = frame.readableBytes();
-        ObjectNode kw = Kw.withGbuffer(frame);
-        if (inputThreshold.handedUp(len, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
-            kw.put(Kw.IS_BLOCKED, true);
-            updateBottomPause();
-        }
-        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frame received", "bytes", len);
-        gobj.publish(Ev.EV_ON_MESSAGE, kw);
-    }
-
-    /** Tells the bottom to stop or resume reading when the blocked state changed. */
-    private void updateBottomPause() {
-        boolean want = inputBlocked();
-        gobj.set(INPUT_BLOCKED, want);
-        if (want == bottomPaused) return;
-        bottomPaused = want;
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
-            bottom.send(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
-        }
-    }
-
-    private void protocolError() {
-        Tcp4hFramer.Error e = framer.error();
-        long l = framer.badHeader();
-        GObj bottom = gobj.bottom();
-        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
-        if (e == Tcp4hFramer.Error.ZERO_LENGTH) {
-            Glog.error(gobj, "frame_length cannot be 0", "msgset", "protocol_error", "peername", peer);
-        } else {
-            Glog.warn(gobj, "tcp4h head too long", "msgset", "protocol_error", "peername", peer,
-                    "len", l - Tcp4hFramer.HEADER_SIZE, "max_pkt_size", framer.maxPktSize());
-        }
-        framer.reset();
-        close();
-    }
-
-    /** Yuneta's ws_close: DISCONNECTED first (nothing more accepted), then drop the transport. */
-    private void close() {
-        gobj.changeState(St.ST_DISCONNECTED);
-        releaseHeld();
-        setTimer(gobj.readLong(TIMEOUT_CLOSE));
-        dropBottom();
-    }
-
-    private void dropBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom == null) return;
-        if (gobj.readBool(IAM_SERVER) && !bottom.isRunning()) return;
-        if (bottom.acceptsEvent(Ev.EV_DROP)) {
-            bottom.send(Ev.EV_DROP, null, gobj);
-        }
-    }
-
-    private ByteBuf frame(ObjectNode kw) {
-        ByteBuf payload = Kw.takeGbuffer(kw);
-        if (payload == null) {
-            ByteBuf out = alloc.buffer(256);
-            out.writeInt(0);
-            Kw.writeJson(kw, out);
-            out.setInt(0, out.readableBytes());
-            return out;
-        }
-        int n = payload.readableBytes();
-        if (n <= COPY_LIMIT) {
-            ByteBuf out = alloc.buffer(Tcp4hFramer.HEADER_SIZE + n);
-            out.writeInt(n + Tcp4hFramer.HEADER_SIZE);
-            out.writeBytes(payload);
-            payload.release();
-            return out;
-        }
-        CompositeByteBuf out = alloc.compositeBuffer(2);
-        out.addComponent(true, Tcp4hFrameEncoder.header(alloc, n));
-        // The composite takes over the payload reference; its readable bytes are consumed from the sender's view.
-        out.addComponent(true, payload.readRetainedSlice(n));
-        payload.release();
-        return out;
-    }
-
     // --- Actions ---
 
     private int acConnected(String event, ObjectNode kw, GObj src) {
@@ -414,7 +217,6 @@ public final class ProtTcp4h implements GObjBehavior {
         clearTimer();
         anyFrame = false;
         headerGuardSinceMs = -1;
-        opened = true;
         if (!gobj.isRunning()) {
             gobj.changeState(St.ST_DISCONNECTED);
         } else {
@@ -424,6 +226,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acDisconnected(String event, ObjectNode kw, GObj src) {
+        boolean opened = gobj.readBool(CONNECTED);
         gobj.set(CONNECTED, false);
         gobj.set(INPUT_BLOCKED, false);
         framer.reset();
@@ -434,11 +237,11 @@ public final class ProtTcp4h implements GObjBehavior {
         bottomPaused = false;
         gobj.changeState(St.ST_DISCONNECTED);
         if (!opened) {
-            // Never opened: the channel above must not see a close (B20).
+            // Not open (a second EV_DISCONNECTED, or a transport that reports a close it never opened): the channel
+            // above saw no EV_ON_OPEN, so it must not see an EV_ON_CLOSE either.
             Kw.release(kw);
             return 0;
         }
-        opened = false;
         return gobj.publish(Ev.EV_ON_CLOSE, kw);
     }
 
@@ -570,5 +373,194 @@ public final class ProtTcp4h implements GObjBehavior {
             armHeaderGuard();
         }
         return 0;
+    }
+
+    // --- Local methods ---
+
+    private long nowMs() {
+        return gobj.yuno().clock().monotonicMillis();
+    }
+
+    private void clearTimer() {
+        timer.cancel();
+        timer = Cancellable.NONE;
+        payloadTimerArmed = false;
+    }
+
+    private void setTimer(long ms) {
+        timer.cancel();
+        timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
+        payloadTimerArmed = false;
+    }
+
+    /**
+     * timeout_payload counts from the last read while a payload is incomplete. Rearming a timer on every read
+     * costs a scheduled task and its cancellation per read; instead one timer stays armed and, when it fires,
+     * waits the rest of the time if bytes came since.
+     */
+    private void armPayloadTimer() {
+        lastPayloadReadMs = nowMs();
+        if (!payloadTimerArmed) {
+            setTimer(gobj.readLong(TIMEOUT_PAYLOAD));
+            payloadTimerArmed = true;
+        }
+    }
+
+    private void releaseHeld() {
+        for (ByteBuf b; (b = held.poll()) != null; ) b.release();
+    }
+
+    private boolean inputBlocked() {
+        return inputThreshold.isBlocked() || pausedByUpper;
+    }
+
+    /**
+     * Deframes {@code buf} (owned) and publishes each frame. Stops early, keeping the rest in {@link #held},
+     * when a frame blocks the input; stops and discards the rest when a publish tore the connection down.
+     */
+    private void process(ByteBuf buf) {
+        if (!payloadTimerArmed) clearTimer();   // a payload timer left armed finds out by itself when it fires
+        try {
+            for (;;) {
+                if (inputBlocked()) {
+                    if (buf.isReadable()) {
+                        held.add(buf);
+                        buf = null;
+                    }
+                    gobj.changeState(ST_WAIT_FRAME_HEADER);
+                    headerGuardSinceMs = -1; // we stopped reading: the peer is not late
+                    return;
+                }
+                ByteBuf frame = framer.decode(alloc, buf, gobj.readLong(MAX_PKT_SIZE));
+                if (frame == null) {
+                    break;
+                }
+                deliver(frame);
+                if (gobj.isDestroyed() || gobj.inState(St.ST_DISCONNECTED)) {
+                    // The subscriber dropped or stopped us while handling the frame: the rest of this read is
+                    // discarded silently, as Yuneta does since 7.8.1 (it used to log an error per frame left).
+                    return;
+                }
+            }
+            if (framer.error() != Tcp4hFramer.Error.NONE) {
+                protocolError();
+                return;
+            }
+        } finally {
+            if (buf != null) buf.release();
+        }
+        if (framer.inPayload()) {
+            gobj.changeState(ST_WAIT_PAYLOAD);
+            armPayloadTimer();
+        } else {
+            gobj.changeState(ST_WAIT_FRAME_HEADER);
+            armHeaderGuard();
+        }
+    }
+
+    /**
+     * The header guard (opt-in, {@code timeout_header} > 0): while waiting for a header, it runs before the first
+     * frame of the connection, and from the end of the last frame (or the first byte of a header after an idle
+     * period) while part of a header is held; more header bytes do not restart it. An idle connection between
+     * complete frames is not timed, nor is a connection whose input we stopped.
+     */
+    private void armHeaderGuard() {
+        long t = gobj.readLong(TIMEOUT_HEADER);
+        if (t <= 0 || inputBlocked() || (anyFrame && !framer.hasPartial())) {
+            if (headerGuardSinceMs >= 0) clearTimer();
+            headerGuardSinceMs = -1;
+            return;
+        }
+        long now = nowMs();
+        if (headerGuardSinceMs < 0) headerGuardSinceMs = now;
+        setTimer(Math.max(1, t - (now - headerGuardSinceMs)));
+    }
+
+    private void drainHeld() {
+        while (!inputBlocked() && !held.isEmpty() && !gobj.inState(St.ST_DISCONNECTED)) {
+            process(held.poll());
+        }
+    }
+
+    private void deliver(ByteBuf frame) {
+        anyFrame = true;
+        headerGuardSinceMs = -1;
+        int len = frame.readableBytes();
+        ObjectNode kw = Kw.withGbuffer(frame);
+        if (inputThreshold.handedUp(len, gobj.readLong(INPUT_THRESHOLD_MSGS), gobj.readLong(INPUT_THRESHOLD_BYTES))) {
+            kw.put(Kw.IS_BLOCKED, true);
+            updateBottomPause();
+        }
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frame received", "bytes", len);
+        gobj.publish(Ev.EV_ON_MESSAGE, kw);
+    }
+
+    /** Tells the bottom to stop or resume reading when the blocked state changed. */
+    private void updateBottomPause() {
+        boolean want = inputBlocked();
+        gobj.set(INPUT_BLOCKED, want);
+        if (want == bottomPaused) return;
+        bottomPaused = want;
+        GObj bottom = gobj.bottom();
+        if (bottom != null && bottom.acceptsEvent(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
+            bottom.send(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
+        }
+    }
+
+    private void protocolError() {
+        Tcp4hFramer.Error e = framer.error();
+        long l = framer.badHeader();
+        GObj bottom = gobj.bottom();
+        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
+        if (e == Tcp4hFramer.Error.ZERO_LENGTH) {
+            Glog.error(gobj, "frame_length cannot be 0", "msgset", "protocol_error", "peername", peer);
+        } else {
+            Glog.warn(gobj, "tcp4h head too long", "msgset", "protocol_error", "peername", peer,
+                    "len", l - Tcp4hFramer.HEADER_SIZE, "max_pkt_size", Tcp4hFramer.limit(gobj.readLong(MAX_PKT_SIZE)));
+        }
+        framer.reset();
+        close();
+    }
+
+    /** Yuneta's ws_close: DISCONNECTED first (nothing more accepted), then drop the transport. */
+    private void close() {
+        gobj.changeState(St.ST_DISCONNECTED);
+        releaseHeld();
+        setTimer(gobj.readLong(TIMEOUT_CLOSE));
+        dropBottom();
+    }
+
+    private void dropBottom() {
+        GObj bottom = gobj.bottom();
+        if (bottom == null) return;
+        if (gobj.readBool(IAM_SERVER) && !bottom.isRunning()) return;
+        if (bottom.acceptsEvent(Ev.EV_DROP)) {
+            bottom.send(Ev.EV_DROP, null, gobj);
+        }
+    }
+
+    private ByteBuf frame(ObjectNode kw) {
+        ByteBuf payload = Kw.takeGbuffer(kw);
+        if (payload == null) {
+            ByteBuf out = alloc.buffer(256);
+            out.writeInt(0);
+            Kw.writeJson(kw, out);
+            out.setInt(0, out.readableBytes());
+            return out;
+        }
+        int n = payload.readableBytes();
+        if (n <= COPY_LIMIT) {
+            ByteBuf out = alloc.buffer(Tcp4hFramer.HEADER_SIZE + n);
+            out.writeInt(n + Tcp4hFramer.HEADER_SIZE);
+            out.writeBytes(payload);
+            payload.release();
+            return out;
+        }
+        CompositeByteBuf out = alloc.compositeBuffer(2);
+        out.addComponent(true, Tcp4hFrameEncoder.header(alloc, n));
+        // The composite takes over the payload reference; its readable bytes are consumed from the sender's view.
+        out.addComponent(true, payload.readRetainedSlice(n));
+        payload.release();
+        return out;
     }
 }

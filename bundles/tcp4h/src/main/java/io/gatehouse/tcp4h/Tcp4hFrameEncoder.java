@@ -20,9 +20,8 @@ import java.util.List;
  * +---------------+              +-------------+---------------+
  * </pre>
  *
- * Stateless, hence {@link Sharable}.
- *
- * @see Tcp4hFrameDecoder
+ * Stateless, hence {@link Sharable}. C_PROT_TCP4H uses {@link #header} for payloads it composes without a copy;
+ * the codec tests use the encoder itself.
  */
 @Sharable
 public class Tcp4hFrameEncoder extends MessageToMessageEncoder<ByteBuf> {

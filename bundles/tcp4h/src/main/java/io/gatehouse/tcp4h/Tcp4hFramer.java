@@ -5,8 +5,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 
 /**
- * The TCP4H deframer: a byte-level state machine with no Netty pipeline and no gobj, shared by the gclass
- * (ProtTcp4h) and the Netty codec ({@link Tcp4hFrameDecoder}).
+ * The TCP4H deframer: a byte-level state machine with no Netty pipeline and no gobj, used by the gclass
+ * ({@link ProtTcp4h}) and, in the tests, by a Netty decoder that drives it through an EmbeddedChannel.
  *
  * <pre>
  * offset 0..3 : uint32 big-endian L   (L = payload length + 4: the header counts itself)
@@ -48,7 +48,6 @@ public final class Tcp4hFramer {
         TOO_LONG
     }
 
-    private int maxPktSize;
     private int header;
     private int headerBytes;
     /** Payload length of the frame whose header is complete; -1 while waiting for a header. */
@@ -58,37 +57,22 @@ public final class Tcp4hFramer {
     private Error error = Error.NONE;
     private long badHeader;
 
-    /** A framer with the default maximum payload. */
-    public Tcp4hFramer() {
-        this(DEFAULT_MAX_PKT_SIZE);
-    }
-
     /**
-     * @param maxPktSize the largest payload accepted, in bytes; 0 or less means {@link #DEFAULT_MAX_PKT_SIZE}
+     * The largest payload accepted for a {@code max_pkt_size} value: 0 or less means {@link #DEFAULT_MAX_PKT_SIZE},
+     * and nothing goes over what a Java buffer holds.
      */
-    public Tcp4hFramer(long maxPktSize) {
-        setMaxPktSize(maxPktSize);
-    }
-
-    /** Changes the limit; it applies to the next header. 0 or less means the default. */
-    public void setMaxPktSize(long maxPktSize) {
-        if (maxPktSize <= 0) {
-            this.maxPktSize = DEFAULT_MAX_PKT_SIZE;
-        } else {
-            this.maxPktSize = (int) Math.min(maxPktSize, MAX_MAX_PKT_SIZE);
-        }
-    }
-
-    public int maxPktSize() {
-        return maxPktSize;
+    public static int limit(long maxPktSize) {
+        return maxPktSize <= 0 ? DEFAULT_MAX_PKT_SIZE : (int) Math.min(maxPktSize, MAX_MAX_PKT_SIZE);
     }
 
     /**
      * Consumes bytes of {@code in} up to the end of the next complete frame and returns its payload, or returns
      * null when {@code in} is exhausted without completing one, or when a header is bad (see {@link #error()}).
-     * Call it again while it returns frames: bytes after a frame stay in {@code in}.
+     * Call it again while it returns frames: bytes after a frame stay in {@code in}. A header is checked against
+     * {@code maxPktSize} as given to the call that completes it (see {@link #limit}): the caller passes its limit
+     * as it is now, so a changed limit applies from the next header on.
      */
-    public ByteBuf decode(ByteBufAllocator alloc, ByteBuf in) {
+    public ByteBuf decode(ByteBufAllocator alloc, ByteBuf in, long maxPktSize) {
         if (error != Error.NONE) {
             return null;
         }
@@ -107,7 +91,7 @@ public final class Tcp4hFramer {
             long l = header & 0xFFFFFFFFL;
             header = 0;
             headerBytes = 0;
-            if (!checkHeader(l)) {
+            if (!checkHeader(l, limit(maxPktSize))) {
                 return null;
             }
             payloadLength = (int) (l - HEADER_SIZE);
@@ -135,7 +119,7 @@ public final class Tcp4hFramer {
         return frame;
     }
 
-    private boolean checkHeader(long l) {
+    private boolean checkHeader(long l, int maxPktSize) {
         long n = (l - HEADER_SIZE) & 0xFFFFFFFFL;
         if (l == HEADER_SIZE) {
             error = Error.ZERO_LENGTH;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp4h;
 
+import io.gatehouse.testkit.Tcp4hFrames;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -48,7 +49,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testLeakDetectorIsParanoidInTests() {
+    void shouldRunWithTheLeakDetectorAtParanoidLevel() {
         assertEquals(ResourceLeakDetector.Level.PARANOID, ResourceLeakDetector.getLevel());
     }
 
@@ -73,19 +74,12 @@ class Tcp4hFrameDecoderTest {
         return b;
     }
 
-    static byte[] frame(String payload) {
-        return frame(payload.getBytes(StandardCharsets.UTF_8));
+    private static byte[] frame(String payload) {
+        return Tcp4hFrames.of(payload);
     }
 
-    static byte[] frame(byte[] p) {
-        byte[] f = new byte[p.length + 4];
-        int l = p.length + 4;
-        f[0] = (byte) (l >>> 24);
-        f[1] = (byte) (l >>> 16);
-        f[2] = (byte) (l >>> 8);
-        f[3] = (byte) l;
-        System.arraycopy(p, 0, f, 4, p.length);
-        return f;
+    private static byte[] frame(byte[] payload) {
+        return Tcp4hFrames.of(payload);
     }
 
     static byte[] concat(byte[]... parts) {
@@ -111,7 +105,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testHello() {
+    void shouldDecodeOneFrameToItsPayload() {
         EmbeddedChannel ch = channel(0);
         assertTrue(ch.writeInbound(in(0x00, 0x00, 0x00, 0x09, 'h', 'e', 'l', 'l', 'o')));
         assertEquals("hello", readString(ch));
@@ -120,7 +114,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testTwoFramesInOneRead() {
+    void shouldDecodeTwoFramesInOneRead() {
         EmbeddedChannel ch = channel(0);
         byte[] all = concat(frame("ab"), frame("cde"));
         ch.writeInbound(in(all, 0, all.length));
@@ -131,7 +125,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testEverySplitOfTwoFrames() {
+    void shouldDecodeTwoFramesWhereverTheReadsSplitThem() {
         byte[] all = concat(frame("ab"), frame("cde"), frame("fghij"));
         for (int cut1 = 0; cut1 <= all.length; cut1++) {
             for (int cut2 = cut1; cut2 <= all.length; cut2++) {
@@ -149,7 +143,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testOneBytePerRead() {
+    void shouldDecodeAFrameReadOneByteAtATime() {
         EmbeddedChannel ch = channel(0);
         byte[] all = frame("hello");
         for (int i = 0; i < all.length; i++) {
@@ -161,7 +155,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testZeroLengthFrameClosesWithError() {
+    void shouldCloseWithAnErrorWhenTheHeaderIsFour() {
         EmbeddedChannel ch = channel(0);
         byte[] all = concat(new byte[] {0, 0, 0, 4}, frame("next"));
         CorruptedFrameException e = assertThrows(CorruptedFrameException.class,
@@ -173,7 +167,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testZeroLengthAfterAGoodFrameInTheSameRead() {
+    void shouldDeliverTheGoodFrameBeforeAHeaderOfFourInTheSameRead() {
         EmbeddedChannel ch = channel(0);
         byte[] all = concat(frame("ok"), new byte[] {0, 0, 0, 4});
         assertThrows(CorruptedFrameException.class, () -> ch.writeInbound(in(all, 0, all.length)));
@@ -184,7 +178,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testHeaderValuesUnderFourAreTooLong() {
+    void shouldRejectHeaderValuesUnderFourAsTooLong() {
         for (int l = 0; l < 4; l++) {
             EmbeddedChannel ch = channel(0);
             ByteBuf b = in(0, 0, 0, l, 'x', 'y');
@@ -197,7 +191,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testHeaderSplitThenTooLong() {
+    void shouldRejectATooLongHeaderSplitAcrossReads() {
         EmbeddedChannel ch = channel(1024);
         ch.writeInbound(in(0x00, 0x00));
         assertThrows(TooLongFrameException.class, () -> ch.writeInbound(in(0x04, 0x05)));
@@ -206,7 +200,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testFrameOfExactlyMaxPktSizeIsAccepted() {
+    void shouldAcceptAPayloadOfExactlyMaxPktSize() {
         EmbeddedChannel ch = channel(1024);
         byte[] p = new byte[1024];
         for (int i = 0; i < p.length; i++) p[i] = (byte) i;
@@ -222,7 +216,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testOneByteOverMaxPktSizeIsRejected() {
+    void shouldRejectAPayloadOneByteOverMaxPktSize() {
         EmbeddedChannel ch = channel(1024);
         byte[] all = frame(new byte[1025]);
         assertThrows(TooLongFrameException.class, () -> ch.writeInbound(in(all, 0, all.length)));
@@ -232,7 +226,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testDefaultAcceptsTenThousandBytes() {
+    void shouldAcceptTenThousandBytesUnderTheDefaultLimit() {
         EmbeddedChannel ch = channel(0);
         byte[] p = new byte[10_000];
         java.util.Arrays.fill(p, (byte) 'z');
@@ -247,16 +241,16 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testDefaultMaxIs16MiB() {
-        assertEquals(16_777_216, new Tcp4hFramer(0).maxPktSize());
-        Tcp4hFramer fr = new Tcp4hFramer(0);
+    void shouldLimitPayloadsTo16MiBByDefault() {
+        assertEquals(16_777_216, Tcp4hFramer.limit(0));
+        Tcp4hFramer fr = new Tcp4hFramer();
         ByteBuf ok = Unpooled.buffer(4).writeInt(16_777_216 + 4);
-        assertNull(fr.decode(alloc, ok));
+        assertNull(fr.decode(alloc, ok, 0));
         assertEquals(Tcp4hFramer.Error.NONE, fr.error());
         assertTrue(fr.inPayload());
         ByteBuf bad = Unpooled.buffer(4).writeInt(16_777_216 + 5);
-        Tcp4hFramer fr2 = new Tcp4hFramer(0);
-        assertNull(fr2.decode(alloc, bad));
+        Tcp4hFramer fr2 = new Tcp4hFramer();
+        assertNull(fr2.decode(alloc, bad, 0));
         assertEquals(Tcp4hFramer.Error.TOO_LONG, fr2.error());
         ok.release();
         bad.release();
@@ -264,7 +258,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testPartialPayloadIsReleasedWhenTheChannelCloses() {
+    void shouldReleaseAPartialPayloadWhenTheChannelCloses() {
         EmbeddedChannel ch = channel(0);
         byte[] all = frame("0123456789");
         ch.writeInbound(in(all, 0, 7));
@@ -273,7 +267,7 @@ class Tcp4hFrameDecoderTest {
     }
 
     @Test
-    void testEncoderDecoderRoundTrip() {
+    void shouldRoundTripThroughTheEncoderAndTheDecoder() {
         EmbeddedChannel out = new EmbeddedChannel(new Tcp4hFrameEncoder());
         out.config().setAllocator(alloc);
         EmbeddedChannel ch = channel(0);

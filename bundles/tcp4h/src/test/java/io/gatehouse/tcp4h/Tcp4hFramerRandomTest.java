@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp4h;
 
+import io.gatehouse.testkit.Tcp4hFrames;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.UnpooledByteBufAllocator;
@@ -55,7 +56,7 @@ class Tcp4hFramerRandomTest {
             byte[] p = new byte[len];
             r.nextBytes(p);
             frames.add(p);
-            parts.add(Tcp4hFrameDecoderTest.frame(p));
+            parts.add(Tcp4hFrames.of(p));
         }
         Tcp4hFramer.Error error = Tcp4hFramer.Error.NONE;
         int garbage = r.nextInt(8);
@@ -101,7 +102,7 @@ class Tcp4hFramerRandomTest {
     }
 
     @Test
-    void testMillionRandomInputsThroughTheFramer() {
+    void shouldDeframeAMillionRandomChunksExactlyAndLeaveNothingHeld() {
         assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
             Random r = new Random(0x7C94L);
             UnpooledByteBufAllocator alloc = new UnpooledByteBufAllocator(false, true);
@@ -111,8 +112,8 @@ class Tcp4hFramerRandomTest {
             long errors = 0;
             while (chunks < MIN_CHUNKS) {
                 int max = maxes[r.nextInt(maxes.length)];
-                Tcp4hFramer framer = new Tcp4hFramer(max);
-                Stream s = generate(r, framer.maxPktSize());
+                Tcp4hFramer framer = new Tcp4hFramer();
+                Stream s = generate(r, Tcp4hFramer.limit(max));
                 ByteBuf whole = alloc.buffer(s.bytes.length).writeBytes(s.bytes);
                 int off = 0;
                 int got = 0;
@@ -122,7 +123,7 @@ class Tcp4hFramerRandomTest {
                     off += n;
                     chunks++;
                     for (;;) {
-                        ByteBuf f = framer.decode(alloc, chunk);
+                        ByteBuf f = framer.decode(alloc, chunk, max);
                         if (f == null) break;
                         byte[] want = s.frames.get(got++);
                         assertEquals(want.length, f.readableBytes());
@@ -152,7 +153,7 @@ class Tcp4hFramerRandomTest {
     }
 
     @Test
-    void testRandomInputsThroughTheNettyDecoderWithParanoidLeakDetection() {
+    void shouldDeframeRandomChunksInANettyPipelineWithoutALeak() {
         assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
             Random r = new Random(42);
             UnpooledByteBufAllocator alloc = new UnpooledByteBufAllocator(false);

@@ -8,8 +8,6 @@ import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueException;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.api.queue.TrQueueOptions;
-import org.osgi.service.component.annotations.Component;
-import org.osgi.service.component.annotations.Deactivate;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -29,10 +27,10 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Opens {@link TrQueue}s. As a DS component it is the {@link TrQueueFactory} service; outside OSGi, {@code new}
- * works the same. One flusher thread per factory runs the group commits of every INTERVAL queue it opened.
+ * Opens {@link TrQueue}s. In OSGi, {@link TrQueueService} publishes one as the {@link TrQueueFactory} service;
+ * outside OSGi, {@code new} works the same. One flusher thread per factory runs the group commits of every
+ * INTERVAL queue it opened.
  */
-@Component(service = TrQueueFactory.class)
 public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     private final FileOps ops;
     private ScheduledExecutorService flusher;
@@ -144,7 +142,6 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     }
 
     /** Closes the queues still open (forcing what they wrote) and stops the flusher. */
-    @Deactivate
     @Override
     public void close() {
         List<TrQueueImpl> qs = new ArrayList<>(open);

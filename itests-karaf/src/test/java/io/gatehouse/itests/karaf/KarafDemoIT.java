@@ -60,12 +60,13 @@ public class KarafDemoIT {
 
     @Configuration
     public Option[] config() throws IOException {
-        int[] p = freePorts(5); // control, input, sink0, sink1, ssh
+        int[] p = freePorts(6); // control, input, sink0, sink1, ssh, http
         Path dir = Files.createDirectories(Path.of(System.getProperty("gatehouse.itests.dir", "target/itests")));
         String text = Files.readString(Path.of(System.getProperty("gatehouse.demo.config")));
         text = setVar(text, "__input_port__", p[1]);
         text = setVar(text, "__sink0_port__", p[2]);
         text = setVar(text, "__sink1_port__", p[3]);
+        text = setVar(text, "__http_port__", p[5]);
         File demo = dir.resolve("gatehouse-karaf-demo.json").toFile();
         Files.writeString(demo.toPath(), text);
         String localRepo = System.getProperty("org.ops4j.pax.url.mvn.localRepository");
@@ -108,7 +109,7 @@ public class KarafDemoIT {
     @Test
     public void shouldRunTheDemoAndLoseNothingWhenQiogateIsUpdatedUnderLoad() throws Exception {
         for (String b : List.of("api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate",
-                "relay", "sink", "portal")) {
+                "relay", "sink", "portal", "http")) {
             Bundle bundle = bundle("io.gatehouse." + b);
             assertNotNull("bundle io.gatehouse." + b + " installed by the boot features", bundle);
             await("io.gatehouse." + b + " ACTIVE", 30_000, () -> bundle.getState() == Bundle.ACTIVE);

@@ -10,9 +10,11 @@ import io.netty.handler.codec.TooLongFrameException;
 import java.util.List;
 
 /**
- * TCP4H frames as a Netty decoder: each complete frame goes up as one {@link ByteBuf} holding exactly the
- * payload (the 4-byte header stripped). A thin wrapper around {@link Tcp4hFramer}, so the byte rules are the
- * gclass's own; used by the codec tests and by the raw-Netty baseline of the benchmark.
+ * TCP4H frames as a Netty decoder, for the tests: each complete frame goes up as one {@link ByteBuf} holding exactly
+ * the payload (the 4-byte header stripped). A thin wrapper around {@link Tcp4hFramer}, so the codec tests drive the
+ * gclass's own byte rules through an EmbeddedChannel, with Netty's cumulation and leak detection around them.
+ * Nothing in the bundle uses it (C_PROT_TCP4H calls the framer directly); the benchmark's raw-Netty baseline uses
+ * Netty's {@code LengthFieldBasedFrameDecoder}.
  *
  * <pre>
  * BEFORE DECODE (9 bytes)                 AFTER DECODE (5 bytes)
@@ -27,26 +29,22 @@ import java.util.List;
  *
  * @see Tcp4hFrameEncoder
  */
-public class Tcp4hFrameDecoder extends ByteToMessageDecoder {
+class Tcp4hFrameDecoder extends ByteToMessageDecoder {
 
-    private final Tcp4hFramer framer;
-
-    /** A decoder with the default maximum payload (16 MiB). */
-    public Tcp4hFrameDecoder() {
-        this(Tcp4hFramer.DEFAULT_MAX_PKT_SIZE);
-    }
+    private final Tcp4hFramer framer = new Tcp4hFramer();
+    private final long maxPktSize;
 
     /**
      * @param maxPktSize the largest payload accepted, in bytes (0 = 16 MiB)
      */
-    public Tcp4hFrameDecoder(long maxPktSize) {
-        this.framer = new Tcp4hFramer(maxPktSize);
+    Tcp4hFrameDecoder(long maxPktSize) {
+        this.maxPktSize = maxPktSize;
     }
 
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
         for (;;) {
-            ByteBuf frame = framer.decode(ctx.alloc(), in);
+            ByteBuf frame = framer.decode(ctx.alloc(), in, maxPktSize);
             if (frame != null) {
                 out.add(frame);
                 continue;

@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Glog;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.LogSink;
+import io.gatehouse.api.St;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.ManualClock;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * C_PROT_HTTP_SR row by row: a fake transport below ({@link FakeTcp}), a relay stand-in above ({@link FakeRelay})
+ * that acks, holds, nacks or refuses, and a {@link ManualClock} for the header, body, inactivity and ack timeouts.
+ * Each test names the FSM rows it drives ({@code STATE/EVENT}).
+ */
+@Timeout(30)
+class ProtHttpSrTest {
+    private final ManualClock clock = new ManualClock();
+    private YunoRuntime rt;
+    private Logs logs;
+
+    @AfterEach
+    void tearDown() {
+        if (rt != null) rt.close();
+        if (logs != null) logs.close();
+    }
+
+    // --- the yuno and its drivers ---
+
+    private void start(String kw) {
+        logs = new Logs();
+        rt = YunoRuntime.builder().name("http").clock(clock).gclass(ProtHttpSr.SPEC, FakeTcp.SPEC, FakeRelay.SPEC)
+                .config("{\"services\":[{\"name\":\"relay\",\"gclass\":\"C_FAKE_RELAY\"},"
+                        + "{\"name\":\"http\",\"gclass\":\"C_PROT_HTTP_SR\",\"kw\":{" + kw + "},"
+                        + "\"children\":[{\"name\":\"tcp\",\"gclass\":\"C_FAKE_TCP\"}]}]}")
+                .build().start();
+        rt.run(() -> http().subscribe(null, rt.service("relay")));
+    }
+
+    private GObj http() {
+        return rt.service("http");
+    }
+
+    private FakeTcp tcp() {
+        return rt.call(() -> (FakeTcp) http().bottom().behavior());
+    }
+
+    private FakeRelay relay() {
+        return rt.call(() -> (FakeRelay) rt.service("relay").behavior());
+    }
+
+    private void connect() {
+        rt.run(() -> tcp().connect());
+    }
+
+    private void rx(String bytes) {
+        rt.run(() -> tcp().rx(bytes));
+    }
+
+    private String out() {
+        return rt.call(() -> tcp().takeOut());
+    }
+
+    private String state() {
+        return rt.call(() -> http().state());
+    }
+
+    private long stat(String attr) {
+        return rt.call(() -> http().readAttr(attr).asLong());
+    }
+
+    private void setRelay(FakeRelay.Mode m) {
+        rt.run(() -> relay().mode = m);
+    }
+
+    private static String post(String body) {
+        return post("/ingest", body, "");
+    }
+
+    private static String post(String path, String body, String headers) {
+        return "POST " + path + " HTTP/1.1\r\nHost: t\r\n" + headers + "Content-Length: "
+                + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body;
+    }
+
+    private static String get(String path) {
+        return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
+    }
+
+    /** The status codes of the answers in {@code wire}, in order. */
+    private static List<Integer> statuses(String wire) {
+        List<Integer> out = new ArrayList<>();
+        for (int i = wire.indexOf("HTTP/1.1 "); i >= 0; i = wire.indexOf("HTTP/1.1 ", i + 1)) {
+            out.add(Integer.parseInt(wire.substring(i + 9, i + 12)));
+        }
+        return out;
+    }
+
+    private static JsonNode lastBody(String wire) throws Exception {
+        return Kw.MAPPER.readTree(wire.substring(wire.lastIndexOf("\r\n\r\n") + 4));
+    }
+
+    // --- ST_DISCONNECTED ---
+
+    @Test
+    void shouldOpenAndWaitForHeadersOnConnect() {   // ST_DISCONNECTED/EV_CONNECTED
+        start("");
+        assertEquals(St.ST_DISCONNECTED, state());
+        connect();
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+        assertEquals(1, rt.call(() -> relay().opens), "the channel above sees the link open");
+        assertTrue(rt.call(() -> http().readBool(ProtHttpSr.CONNECTED)));
+    }
+
+    @Test
+    void shouldAcceptOneJsonObjectOnlyOnceItsAckCame() throws Exception {   // ST_WAIT_HEADERS/EV_RX_DATA, ST_IDLE/EV_SEND_MESSAGE
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":\"h-1\"}"));
+        assertEquals("", out(), "no answer before the message is durable");
+        assertEquals(St.ST_IDLE, state());
+        assertEquals(1, rt.call(() -> relay().messages.size()));
+        assertEquals("h-1", rt.call(() -> relay().messages.get(0).get("id").asText()));
+        rt.run(() -> relay().ackHeld(0));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire), wire);
+        assertEquals(1, lastBody(wire).get("accepted").asInt());
+        assertTrue(wire.contains("content-type: application/json"));
+        assertEquals(1, stat("accepted_requests"));
+        assertEquals(1, stat("accepted_msgs"));
+    }
+
+    @Test
+    void shouldAnswerAnNdjsonBatchWithItsCountWhenEveryLineIsAcked() throws Exception {
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":\"a\"}\n{\"id\":\"b\"}\r\n\n  {\"id\":\"c\",\"n\":{\"deep\":[1,2]}}\n"));
+        assertEquals(3, rt.call(() -> relay().heldCount()));
+        rt.run(() -> relay().ackHeld(0, 2, 0));
+        assertEquals("", out(), "two of three acked: no answer yet");
+        rt.run(() -> relay().ackHeld(0));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertEquals(3, lastBody(wire).get("accepted").asInt());
+        List<ObjectNode> md = rt.call(() -> relay().mds);
+        assertEquals(md.get(0).get("conn"), md.get(2).get("conn"), "one connection");
+        assertEquals(2, md.get(2).get("msg").asInt());
+        assertEquals("[1,2]", rt.call(() -> relay().messages.get(2).get("n").get("deep").toString()));
+    }
+
+    @Test
+    void shouldKeepItsOwnMdTrqOverOneTheClientSent() throws Exception {
+        start("");
+        connect();
+        rx(post("{\"id\":\"x\",\"__md_trq__\":{\"conn\":1,\"req\":1,\"msg\":0}}"));
+        assertEquals(List.of(200), statuses(out()), "acked by our own metadata");
+        rx(post("{\"id\":\"y\"}"));
+        assertEquals(List.of(200), statuses(out()));
+        List<ObjectNode> md = rt.call(() -> relay().mds);
+        assertEquals(md.get(1).get("conn"), md.get(0).get("conn"), "the connection's own id, not the client's: " + md);
+    }
+
+    @Test
+    void shouldPublishCloseOnceAfterItsOwnClose() {   // ST_DISCONNECTED/EV_DISCONNECTED
+        start("");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        assertEquals(List.of(200), statuses(out()));
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals(1, rt.call(() -> tcp().drops), "Connection: close: dropped after the answer");
+        assertEquals(1, rt.call(() -> relay().closes), "EV_ON_CLOSE once, when the transport reported");
+        rt.run(() -> http().send(Ev.EV_DISCONNECTED, Kw.create(), null));
+        assertEquals(1, rt.call(() -> relay().closes), "never a second close");
+    }
+
+    @Test
+    void shouldDropAgainWhenTheTransportDoesNotDisconnect() throws Exception {   // ST_DISCONNECTED/EV_TIMEOUT
+        start("\"timeout_close\": 500");
+        connect();
+        rt.run(() -> tcp().holdOnDrop = true);
+        rx("GARBAGE\r\n\r\n");
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals(1, rt.call(() -> tcp().drops));
+        clock.advance(499);
+        assertEquals(1, rt.call(() -> tcp().drops));
+        clock.advance(1);
+        assertEquals(2, rt.call(() -> tcp().drops));
+        assertTrue(logs.has("Timeout waiting disconnected"));
+    }
+
+    @Test
+    void shouldCountALateAckAfterTheConnectionClosed() {   // ST_DISCONNECTED/EV_SEND_MESSAGE
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}"));
+        rt.run(() -> tcp().disconnect());
+        assertEquals(St.ST_DISCONNECTED, state());
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(1, stat("stale_acks"));
+        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+    }
+
+    @Test
+    void shouldIgnoreWhatIsNotForAClosedConnection() {   // ST_DISCONNECTED/EV_RX_DATA, EV_PAUSE_INPUT, EV_RESUME_INPUT, EV_TX_READY, EV_DROP, EV_STOPPED
+        start("");
+        rt.run(() -> {
+            GObj h = http();
+            assertEquals(0, h.send(Ev.EV_RX_DATA, Kw.withGbuffer(Unpooled.copiedBuffer("x", StandardCharsets.US_ASCII)), null));
+            assertEquals(0, h.send(Ev.EV_PAUSE_INPUT, null, null));
+            assertEquals(0, h.send(Ev.EV_RESUME_INPUT, null, null));
+            assertEquals(0, h.send(Ev.EV_TX_READY, null, null));
+            assertEquals(0, h.send(Ev.EV_STOPPED, null, null));
+            assertEquals(0, h.send(Ev.EV_DROP, null, null));
+        });
+        assertEquals(1, rt.call(() -> tcp().drops), "EV_DROP reaches the transport");
+        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+    }
+
+    // --- ST_WAIT_HEADERS ---
+
+    @Test
+    void shouldCloseAConnectionWhoseHeadersNeverEnd() {   // ST_WAIT_HEADERS/EV_RX_DATA (partial), ST_WAIT_HEADERS/EV_TIMEOUT
+        start("\"timeout_header\": 1000");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nHost: t\r\n");
+        clock.advance(600);
+        rx("X-Slow: 1\r\n");   // more bytes do not restart the guard
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+        clock.advance(400);
+        String wire = out();
+        assertEquals(List.of(408), statuses(wire), wire);
+        assertTrue(wire.contains("connection: close"));
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertTrue(logs.hasError("Timeout waiting HTTP request headers, closing"));
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+    }
+
+    @Test
+    void shouldCloseASilentConnectionWithoutAnswer() {   // ST_WAIT_HEADERS/EV_TIMEOUT (nothing sent)
+        start("\"timeout_header\": 1000");
+        connect();
+        clock.advance(1000);
+        assertEquals("", out());
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals("first request", logs.field("Timeout waiting HTTP request headers, closing", "waiting"));
+    }
+
+    @Test
+    void shouldLogAConnectionClosedInTheMiddleOfItsHeaders() {   // ST_WAIT_HEADERS/EV_DISCONNECTED
+        start("");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nHo");
+        rt.run(() -> tcp().disconnect());
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertTrue(logs.hasError("HTTP connection closed in the middle of a request"));
+        assertEquals(1, rt.call(() -> relay().closes));
+    }
+
+    @Test
+    void shouldAnswerAnEarlierRequestWhileTheNextOnesHeadersArrive() {   // ST_WAIT_HEADERS/EV_SEND_MESSAGE
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}"));
+        rx("POST /ingest HTTP/1.1\r\n");
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200), statuses(out()));
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+    }
+
+    @Test
+    void shouldPassDropAndFlowControlDownInEveryConnectedState() {   // */EV_DROP, */EV_PAUSE_INPUT, */EV_RESUME_INPUT, */EV_TX_READY
+        start("");
+        connect();
+        for (String prefix : new String[] {"", "POST /ingest HTTP/1.1\r\nContent-Length: 5\r\n\r\n{", "}   "}) {
+            rx(prefix);
+            rt.run(() -> {
+                assertEquals(0, http().send(Ev.EV_TX_READY, null, null));
+                assertEquals(0, http().send(Ev.EV_PAUSE_INPUT, null, null));
+            });
+            assertTrue(rt.call(() -> tcp().paused), "paused in " + state());
+            rt.run(() -> http().send(Ev.EV_RESUME_INPUT, null, null));
+            assertFalse(rt.call(() -> tcp().paused), "resumed in " + state());
+        }
+        assertEquals(List.of(200), statuses(out()));
+        assertEquals(St.ST_IDLE, state());
+        rt.run(() -> http().send(Ev.EV_DROP, null, null));
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals(1, rt.call(() -> tcp().drops));
+    }
+
+    @Test
+    void shouldNotTimeTheClientWhileInputIsPausedFromAbove() {
+        start("\"timeout_header\": 1000");
+        connect();
+        rt.run(() -> http().send(Ev.EV_PAUSE_INPUT, null, null));
+        clock.advance(5000);
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state(), "the peer is not late while we do not read");
+        rt.run(() -> http().send(Ev.EV_RESUME_INPUT, null, null));
+        clock.advance(999);
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+        clock.advance(1);
+        assertEquals(St.ST_DISCONNECTED, state());
+    }
+
+    // --- ST_WAIT_BODY ---
+
+    @Test
+    void shouldTakeAChunkedBodyInPieces() throws Exception {   // ST_WAIT_BODY/EV_RX_DATA
+        start("");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        rx("7\r\n{\"id\":1\r\n");
+        rx("a\r\n}\n{\"id\":2}\r\n");
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        rx("0\r\n\r\n");
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertEquals(2, lastBody(wire).get("accepted").asInt());
+    }
+
+    @Test
+    void shouldAnswer408WhenTheBodyDoesNotComeInTime() {   // ST_WAIT_BODY/EV_TIMEOUT
+        start("\"timeout_body\": 2000");
+        connect();
+        rx(post("{\"id\":1}").substring(0, post("{\"id\":1}").length() - 3));
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        clock.advance(1000);
+        rx("1");   // a drip does not restart the body guard
+        clock.advance(1000);
+        assertEquals(List.of(408), statuses(out()));
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertTrue(logs.hasError("Timeout waiting HTTP request body, closing"));
+        assertEquals(0, rt.call(() -> relay().messages.size()), "nothing of a partial body goes up");
+    }
+
+    @Test
+    void shouldLogATruncatedChunkedBodyAndStoreNothing() {   // ST_WAIT_BODY/EV_DISCONNECTED
+        start("");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{\"id\":1}\n\r\n5\r\n{\"id\"");
+        rt.run(() -> tcp().disconnect());
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertTrue(logs.hasError("HTTP connection closed in the middle of a request"));
+        assertEquals("body", logs.field("HTTP connection closed in the middle of a request", "waiting"));
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+    }
+
+    @Test
+    void shouldAnswerAnEarlierRequestWhileTheNextBodyStreams() {   // ST_WAIT_BODY/EV_SEND_MESSAGE
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}"));
+        rx("POST /ingest HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    // --- ST_IDLE ---
+
+    @Test
+    void shouldServeSeveralRequestsOnOneKeepAliveConnection() {   // ST_IDLE/EV_RX_DATA
+        start("");
+        connect();
+        for (int i = 0; i < 5; i++) {
+            rx(post("{\"id\":" + i + "}"));
+            assertEquals(List.of(200), statuses(out()), "request " + i);
+            assertEquals(St.ST_IDLE, state());
+        }
+        assertEquals(0, rt.call(() -> tcp().drops));
+        assertEquals(5, stat("accepted_requests"));
+    }
+
+    @Test
+    void shouldTimeTheNextRequestsHeadersFromItsFirstBytes() {   // ST_IDLE/EV_RX_DATA (partial) -> ST_WAIT_HEADERS
+        start("\"timeout_header\": 1000, \"timeout_inactivity\": 60000");
+        connect();
+        rx(post("{}"));
+        assertEquals(List.of(200), statuses(out()));
+        clock.advance(30_000);
+        assertEquals(St.ST_IDLE, state(), "idle is allowed up to timeout_inactivity");
+        rx("POST /ing");
+        assertEquals(ProtHttpSr.ST_WAIT_HEADERS, state());
+        clock.advance(1000);
+        assertEquals(List.of(408), statuses(out()));
+        assertEquals(St.ST_DISCONNECTED, state());
+    }
+
+    @Test
+    void shouldCloseAnIdleKeepAliveConnectionQuietly() {   // ST_IDLE/EV_TIMEOUT (inactivity)
+        start("\"timeout_inactivity\": 5000");
+        connect();
+        rx(post("{}"));
+        assertEquals(List.of(200), statuses(out()));
+        clock.advance(4999);
+        assertEquals(St.ST_IDLE, state());
+        clock.advance(1);
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals("", out());
+        assertEquals(0, logs.count(LogSink.Level.ERROR), "an idle close is normal: " + logs);
+    }
+
+    @Test
+    void shouldAnswer503WithRetryAfterWhenTheAcksDoNotComeInTime() throws Exception {   // ST_IDLE/EV_TIMEOUT (acks)
+        start("\"timeout_durable\": 3000, \"retry_after\": 7");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));
+        rt.run(() -> relay().ackHeld(0, 0));
+        clock.advance(3000);
+        String wire = out();
+        assertEquals(List.of(503), statuses(wire), wire);
+        assertTrue(wire.contains("retry-after: 7"), wire);
+        assertEquals("no durable answer within timeout_durable", lastBody(wire).get("reason").asText());
+        assertEquals(St.ST_IDLE, state(), "a refusal keeps the connection");
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals("", out(), "the late ack changes nothing");
+        assertEquals(1, stat("stale_acks"));
+        assertTrue(logs.has("HTTP requests refused (503), the clients send them again"));
+    }
+
+    @Test
+    void shouldAnswer503AtTheFirstNackAndOfferNoMoreOfTheRequest() throws Exception {   // ST_IDLE/EV_SEND_MESSAGE (nack)
+        start("");
+        setRelay(FakeRelay.Mode.NACK);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3}"));
+        String wire = out();
+        assertEquals(List.of(503), statuses(wire));
+        assertEquals(1, rt.call(() -> relay().messages.size()), "the rest of a refused request is not offered");
+        assertEquals("refused by the queue", lastBody(wire).get("reason").asText());
+        setRelay(FakeRelay.Mode.ACK);
+        rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3}"));
+        assertEquals(List.of(200), statuses(out()), "the client's retry is accepted");
+        assertTrue(logs.has("HTTP requests accepted again"));
+    }
+
+    @Test
+    void shouldAnswer503WhenNothingUpstreamTakesTheMessage() {
+        start("");
+        setRelay(FakeRelay.Mode.FAIL);
+        connect();
+        rx(post("{\"id\":1}"));
+        assertEquals(List.of(503), statuses(out()));
+        assertEquals(1, stat("refused_requests"));
+    }
+
+    @Test
+    void shouldIgnoreDuplicateAndForeignAcks() {   // ST_IDLE/EV_SEND_MESSAGE (duplicate, other connection, not an ack)
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));
+        rt.run(() -> {
+            ObjectNode md0 = relay().mds.get(0);
+            relay().answer(http(), md0.deepCopy(), 0);
+            relay().answer(http(), md0.deepCopy(), 0);   // the same ack twice counts once
+            relay().answer(http(), md0.deepCopy().put("conn", 12345), 0);   // another connection's
+        });
+        assertEquals("", out());
+        assertEquals(1, stat("stale_acks"));
+        rt.run(() -> assertEquals(-1, http().send(Ev.EV_SEND_MESSAGE,
+                Kw.withGbuffer(Unpooled.copiedBuffer("{\"text\":\"push\"}", StandardCharsets.UTF_8)), null)));
+        assertTrue(logs.hasError("Message to an HTTP client dropped: only acks are expected"));
+        rt.run(() -> relay().ackHeld(0, 1));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
+    void shouldLogNothingWhenTheClientLeavesBetweenRequests() {   // ST_IDLE/EV_DISCONNECTED
+        start("");
+        connect();
+        rx(post("{}"));
+        out();
+        rt.run(() -> tcp().disconnect());
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertEquals(1, rt.call(() -> relay().closes));
+        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+    }
+
+    // --- pipelining and bounds ---
+
+    @Test
+    void shouldAnswerPipelinedRequestsInOrder() {
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}") + get("/nowhere") + post("{\"id\":3}") + get("/health"));
+        assertEquals("", out(), "the first answer is not decided: nothing may overtake it");
+        rt.run(() -> relay().ackHeld(0, 1));   // the third request's message first
+        assertEquals("", out());
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200, 404, 200, 200), statuses(out()));
+    }
+
+    @Test
+    void shouldStopReadingAtMaxPipelinedAndResumeWhenAnswered() {
+        start("\"max_pipelined\": 2");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}") + post("{\"id\":2}") + post("{\"id\":3}"));
+        assertEquals(2, rt.call(() -> relay().messages.size()), "the third waits");
+        assertTrue(rt.call(() -> tcp().paused), "the socket is not read meanwhile");
+        assertEquals(2, stat("requests_in_flight"));
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200, 200), statuses(out()));
+        assertEquals(3, rt.call(() -> relay().messages.size()));
+        assertFalse(rt.call(() -> tcp().paused));
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
+    void shouldAnswer400NamingTheBadLineAndStoreNothingOfTheRequest() throws Exception {
+        start("");
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3,}\n{\"id\":4}"));
+        String wire = out();
+        assertEquals(List.of(400), statuses(wire));
+        JsonNode b = lastBody(wire);
+        assertEquals("bad JSON", b.get("error").asText());
+        assertEquals(3, b.get("line").asInt());
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+        assertEquals(St.ST_IDLE, state(), "a bad body is not a bad connection");
+        rx(post("[1,2]"));
+        wire = out();
+        assertEquals(List.of(400), statuses(wire));
+        assertEquals("not a JSON object", lastBody(wire).get("detail").asText());
+        rx(post("\n \n"));
+        assertEquals(List.of(400), statuses(out()), "no object at all");
+    }
+
+    @Test
+    void shouldAnswer413ForABodyOverTheLimitAndClose() {
+        start("\"max_body_size\": 100");
+        connect();
+        rx(post("{\"pad\":\"" + "x".repeat(200) + "\"}"));
+        String wire = out();
+        assertEquals(List.of(413), statuses(wire));
+        assertTrue(wire.contains("connection: close"));
+        assertEquals(St.ST_DISCONNECTED, state());
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n" + "x".repeat(80) + "\r\n");
+        assertTrue(out().isEmpty());
+        rx("50\r\n" + "x".repeat(80) + "\r\n");
+        assertEquals(List.of(413), statuses(out()), "a chunked body is counted as it comes");
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+    }
+
+    @Test
+    void shouldAnswer413ForTooManyLines() throws Exception {
+        start("\"max_lines\": 3");
+        connect();
+        rx(post("{}\n{}\n{}\n{}"));
+        String wire = out();
+        assertEquals(List.of(413), statuses(wire));
+        assertEquals(3, lastBody(wire).get("max_lines").asInt());
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+    }
+
+    @Test
+    void shouldAnswer100ContinueThen413WhenTheAnnouncedBodyIsTooLarge() {
+        start("\"max_body_size\": 10");
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n");
+        assertEquals("HTTP/1.1 100 Continue\r\n\r\n", out());
+        rx("{\"a\":12}");
+        assertEquals(List.of(200), statuses(out()));
+        rx("POST /ingest HTTP/1.1\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n");
+        assertEquals(List.of(413), statuses(out()), "no 100 for a body we would not take");
+    }
+
+    @Test
+    void shouldRequireTheBearerTokenWhenConfigured() {
+        start("\"bearer_token\": \"s3cret\"");
+        connect();
+        rx(post("{}"));
+        String wire = out();
+        assertEquals(List.of(401), statuses(wire));
+        assertTrue(wire.contains("www-authenticate: Bearer"));
+        rx(post("/ingest", "{}", "Authorization: Bearer wrong\r\n"));
+        assertEquals(List.of(401), statuses(out()));
+        rx(post("/ingest", "{}", "Authorization: bearer s3cret\r\n"));
+        assertEquals(List.of(200), statuses(out()));
+        rx(get("/health"));
+        assertEquals(List.of(200), statuses(out()), "the health check needs no token");
+        assertEquals(0, rt.call(() -> tcp().drops), "4xx keep the connection");
+    }
+
+    @Test
+    void shouldAnswer415ForACompressedBody() {
+        start("");
+        connect();
+        rx(post("/ingest", "not-really-gzip", "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(415), statuses(out()));
+        rx(post("/ingest", "{}", "Content-Encoding: identity\r\n"));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
+    void shouldAnswer404And405() {
+        start("");
+        connect();
+        rx(post("/elsewhere", "{}", ""));
+        rx("GET /ingest HTTP/1.1\r\n\r\n");
+        rx("DELETE /health HTTP/1.1\r\n\r\n");
+        rx(post("/ingest?source=x", "{}", ""));
+        String wire = out();
+        assertEquals(List.of(404, 405, 405, 200), statuses(wire), wire);
+        assertTrue(wire.contains("allow: POST"));
+        assertTrue(wire.contains("allow: GET, HEAD"));
+        assertEquals(1, rt.call(() -> relay().messages.size()), "only the last one went up");
+    }
+
+    @Test
+    void shouldAnswerHealthFromTheGateAndTheNamedServices() throws Exception {
+        start("\"health_services\": [\"relay\", \"__output_side__\"]");
+        connect();
+        rx(get("/health"));
+        String wire = out();
+        assertEquals(List.of(503), statuses(wire));
+        assertEquals("[\"__output_side__\"]", lastBody(wire).get("down").toString());
+        JsonNode onlyRelay = Kw.MAPPER.readTree("[\"relay\"]");
+        rt.run(() -> http().writeAttr("health_services", onlyRelay));
+        rx(get("/health"));
+        wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertEquals("up", lastBody(wire).get("status").asText());
+        rx("HEAD /health HTTP/1.1\r\n\r\n");
+        wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertTrue(wire.endsWith("\r\n\r\n"), "HEAD: headers only");
+        rt.run(() -> rt.service("relay").stop());
+        rx(get("/health"));
+        assertEquals(List.of(503), statuses(out()), "a stopped service is down");
+    }
+
+    @Test
+    void shouldCloseOnGarbageAndOnOversizeHeaders() {
+        start("\"max_header_size\": 200, \"max_uri_length\": 100");
+        connect();
+        rx("\u0001\u0002\u0003 not http at all\r\n\r\n");
+        assertEquals(List.of(400), statuses(out()));
+        assertEquals(St.ST_DISCONNECTED, state());
+        assertTrue(logs.hasError("Bad HTTP request, closing"));
+        connect();
+        rx("POST /ingest HTTP/1.1\r\nX: " + "a".repeat(300) + "\r\n\r\n");
+        assertEquals(List.of(431), statuses(out()));
+        connect();
+        rx("GET /" + "a".repeat(200) + " HTTP/1.1\r\n\r\n");
+        assertEquals(List.of(414), statuses(out()));
+        assertEquals(3, stat("protocol_errors"));
+        connect();
+        rx(post("{}"));
+        assertEquals(List.of(200), statuses(out()), "the gobj serves the next connection");
+    }
+
+    @Test
+    void shouldCloseAfterAnHttp10Request() {
+        start("");
+        connect();
+        rx("POST /ingest HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertTrue(wire.contains("connection: close"));
+        assertEquals(St.ST_DISCONNECTED, state());
+    }
+
+    // --- live upgrade ---
+
+    @Test
+    void shouldKeepTheConnectionAndItsRequestsAcrossALiveUpgrade() {
+        start("");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));   // waiting for its acks
+        rt.run(() -> relay().ackHeld(0, 0));   // one of two acked by the old revision
+        rx("POST /ingest HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"id\"");   // a body half read
+        GObj before = rt.call(this::http);
+        ObjectNode report = rt.gclassArrived(ProtHttpSr.SPEC.withFactory(ProtHttpSr::new));
+        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        assertEquals(0, report.get("rebuilt").size(), report.toString());
+        assertTrue(before == rt.call(this::http), "the same gobj");
+        assertEquals(ProtHttpSr.ST_WAIT_BODY, state());
+        rt.run(() -> relay().ackHeld(0));   // the other ack, to the new revision
+        assertEquals(List.of(200), statuses(out()), "the request of the old revision is answered");
+        rx(":333}");
+        assertEquals(1, rt.call(() -> relay().heldCount()), "the body read across the upgrade went up whole");
+        rt.run(() -> relay().ackHeld(0));
+        assertEquals(List.of(200), statuses(out()));
+        assertFalse(rt.call(() -> tcp().paused), "reading resumed after the upgrade");
+        assertEquals(0, rt.call(() -> tcp().drops), "the connection stayed open");
+    }
+
+    // --- captured logs ---
+
+    /** Glog records until closed. */
+    static final class Logs implements LogSink, AutoCloseable {
+        private final List<Object[]> recs = new ArrayList<>();
+
+        Logs() {
+            Glog.addSink(this);
+        }
+
+        @Override
+        public synchronized void log(Level level, String gobj, String msg, Map<String, Object> fields) {
+            recs.add(new Object[] {level, msg, fields});
+        }
+
+        synchronized boolean has(String msg) {
+            for (Object[] r : recs) if (r[1].equals(msg)) return true;
+            return false;
+        }
+
+        synchronized boolean hasError(String msg) {
+            for (Object[] r : recs) if (r[0] == Level.ERROR && r[1].equals(msg)) return true;
+            return false;
+        }
+
+        synchronized long count(Level level) {
+            return recs.stream().filter(r -> r[0] == level).count();
+        }
+
+        @SuppressWarnings("unchecked")
+        synchronized Object field(String msg, String key) {
+            for (Object[] r : recs) if (r[1].equals(msg)) return ((Map<String, Object>) r[2]).get(key);
+            return null;
+        }
+
+        @Override
+        public synchronized String toString() {
+            StringBuilder sb = new StringBuilder();
+            for (Object[] r : recs) sb.append(r[0]).append(' ').append(r[1]).append(' ').append(r[2]).append('\n');
+            return sb.toString();
+        }
+
+        @Override
+        public void close() {
+            Glog.removeSink(this);
+        }
+    }
+}

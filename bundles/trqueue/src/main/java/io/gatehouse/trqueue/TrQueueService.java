@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.trqueue;
+
+import io.gatehouse.api.queue.TrQueueFactory;
+import org.osgi.annotation.bundle.Capability;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.framework.Version;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+
+import java.util.Hashtable;
+
+/**
+ * Publishes this bundle's {@link TrQueueFactory}, ranked by the bundle's version ({@link #ranking}). With two
+ * trqueue revisions installed at once (a higher jar in {@code deploy/} beside the one the runtime started with),
+ * the higher one is the best factory, and C_QIOGATE's greedy reference moves to it; when it goes, the reference
+ * moves back. DS fixes a component's service properties at build time, and a ranking must follow the version the
+ * bundle really has (a jar whose manifest alone was bumped ranks higher), so the factory is registered here, at
+ * activation, instead of being the component's own service.
+ *
+ * <p>Going away, the service is unregistered first (the gates using it are suspended, or move to another trqueue)
+ * and the factory closed after (forcing and closing what its queues wrote).
+ */
+@Component(immediate = true, service = {})
+@Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"io.gatehouse.api.queue.TrQueueFactory\"",
+        uses = TrQueueFactory.class)
+public final class TrQueueService {
+    /** Each part of the version weighs this much more than the next one; parts at or over it are capped. */
+    static final int PART = 1000;
+
+    private final TrQueueFactoryImpl factory = new TrQueueFactoryImpl();
+    private final ServiceRegistration<TrQueueFactory> registration;
+
+    @Activate
+    public TrQueueService(BundleContext ctx) {
+        Hashtable<String, Object> props = new Hashtable<>();
+        props.put(Constants.SERVICE_RANKING, ranking(ctx.getBundle().getVersion()));
+        registration = ctx.registerService(TrQueueFactory.class, factory, props);
+    }
+
+    @Deactivate
+    void deactivate() {
+        try {
+            registration.unregister();
+        } catch (IllegalStateException alreadyGone) {
+            // the framework unregistered it with the stopping bundle
+        }
+        factory.close();
+    }
+
+    /**
+     * The service ranking of a trqueue of version {@code v}: major, minor and micro in base {@value #PART} (1.2.3 is
+     * 1,002,003), so a higher version ranks higher; the qualifier is left out, and two jars differing only by it
+     * rank alike (the first registered keeps serving).
+     */
+    static int ranking(Version v) {
+        int major = Math.min(v.getMajor(), Integer.MAX_VALUE / PART / PART - 1);
+        return (major * PART + Math.min(v.getMinor(), PART - 1)) * PART + Math.min(v.getMicro(), PART - 1);
+    }
+}
