@@ -27,8 +27,14 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.producer.Producer;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -38,15 +44,17 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * C_KAFKA: an output that produces to one Kafka topic. It sits under a C_QIOGATE in place of the
  * C_IOGATE &gt; C_CHANNEL &gt; C_PROT_TCP4H &gt; C_TCP stack and answers the queue exactly as a remote peer of the
  * queue protocol would: each record C_QIOGATE sends (compact JSON with {@code __md_trq__}) is produced by one
  * idempotent {@code acks=all} producer, and acked back ({@code __md_trq__} with {@code result} 0, published as
- * EV_ON_MESSAGE) only in the producer's success callback; a failed send (retriable after Kafka's own retries, or
- * fatal) is nacked ({@code result} -1), so C_QIOGATE clears a record only once Kafka has it and sends it again
- * later otherwise. EV_ON_OPEN / EV_ON_CLOSE follow Kafka's connectivity (the cluster answers and the producer knows
+ * EV_ON_MESSAGE) only in the producer's success callback; a failed send is nacked ({@code result} -1), so
+ * C_QIOGATE clears a record only once Kafka has it and sends it again later otherwise. A record Kafka refuses for
+ * good (too large, invalid) goes to a dead-letter file when the queue sends it again, and only then is acked; a
+ * refused producer (not authorised, authentication) closes the link, keeps everything queued and is made again. EV_ON_OPEN / EV_ON_CLOSE follow Kafka's connectivity (the cluster answers and the producer knows
  * the topic's partitions), so the queue grows on disk while Kafka is away and drains when it is back.
  *
  * <pre>
@@ -116,6 +124,10 @@ public final class KafkaOut implements GObjBehavior {
             "Delay before making the producer again after Kafka refused its configuration (an unresolvable "
                     + "address may resolve later)");
 
+    static final Attr<Long> DEAD_LETTER_MAX_BYTES = Attr.integer("dead_letter_max_bytes", 104857600, AttrFlag.RD,
+            "Size bound of the dead-letter file, where a record Kafka refuses for good (too large, invalid) goes "
+                    + "before it leaves the queue; 0 = no file: such a record stays queued and is retried");
+
     static final Attr<Boolean> CONNECTED = Attr.bool("connected", false, AttrFlag.STATS,
             "Kafka reachable and the topic known: records are being sent");
     static final Attr<String> KAFKA_STATUS = Attr.string("kafka_status", "not started", AttrFlag.STATS,
@@ -144,6 +156,13 @@ public final class KafkaOut implements GObjBehavior {
             "Messages refused: Kafka not reachable, no producer, producer window full");
     static final Attr<Long> BAD_MESSAGES = Attr.counter("bad_messages", AttrFlag.RSTATS,
             "Messages that were not JSON objects (dropped with an error)");
+    static final Attr<Long> RECORDS_DEAD_LETTERED = Attr.counter("records_dead_lettered", AttrFlag.RSTATS,
+            "Records Kafka refused for good, written to the dead-letter file and then cleared from the queue");
+    static final Attr<Long> PRODUCER_REFUSALS = Attr.counter("producer_refusals", AttrFlag.RSTATS,
+            "Times Kafka refused the producer itself (not authorized, authentication): link closed, records kept "
+                    + "queued, producer made again after reopen_interval_ms");
+    static final Attr<String> DEAD_LETTER_FILE = Attr.string("dead_letter_file", "", AttrFlag.STATS,
+            "Path of the dead-letter file (NDJSON: gh_msg_id, topic, t, error, key, value), empty until one is written");
 
     // --- Trace levels ---
 
@@ -184,9 +203,10 @@ public final class KafkaOut implements GObjBehavior {
                     + "each record")
             .attrs(BOOTSTRAP_SERVERS, TOPIC, KEY, GATEWAY_NAME, LINGER_MS, BATCH_SIZE, COMPRESSION, MAX_IN_FLIGHT,
                     DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KAFKA, CHECK_INTERVAL_MS, CHECK_TIMEOUT_MS,
-                    REOPEN_INTERVAL_MS, CONNECTED, KAFKA_STATUS, LAST_ERROR, KAFKA_BROKERS, KAFKA_PARTITIONS,
+                    REOPEN_INTERVAL_MS, DEAD_LETTER_MAX_BYTES, CONNECTED, KAFKA_STATUS, LAST_ERROR, KAFKA_BROKERS, KAFKA_PARTITIONS,
                     IN_FLIGHT, OLDEST_IN_FLIGHT_MS, RECORDS_SENT, RECORDS_ACKED, RECORDS_FAILED, RECORDS_RETRIED,
-                    RESENDS_ABSORBED, REFUSED, BAD_MESSAGES)
+                    RESENDS_ABSORBED, REFUSED, BAD_MESSAGES, RECORDS_DEAD_LETTERED, PRODUCER_REFUSALS,
+                    DEAD_LETTER_FILE)
             .fsm(FSM)
             .command("view-kafka", "The producer: settings, connectivity, oldest records in flight, producer metrics",
                     KafkaOut::cmdViewKafka, Param.integer("limit", "10", "Records in flight to list"))
@@ -202,6 +222,11 @@ public final class KafkaOut implements GObjBehavior {
 
     /** The result of a nack: negative, so C_QIOGATE sends the record again after its retry delay. */
     static final int NACK_RESULT = -1;
+
+    /** A record refused for good: sending it again meets the same answer (too large, invalid for the topic). */
+    static final String REFUSAL_RECORD = "record";
+    /** The producer refused, whatever the record (not authorized, authentication, a fatal producer state). */
+    static final String REFUSAL_PRODUCER = "producer";
 
     /** Producer metrics shown in stats, as {@code kafka_<name with underscores>}. */
     static final List<String> PRODUCER_METRICS = List.of("record-send-rate", "record-send-total",
@@ -232,6 +257,18 @@ public final class KafkaOut implements GObjBehavior {
     private final LinkedHashMap<RecordKey, InFlight> inflight = new LinkedHashMap<>();
     /** Records nacked and not sent again yet: the next send of one is a retry. Bounded like inflight. */
     private final Set<RecordKey> nacked = new HashSet<>();
+    /**
+     * Records Kafka refused for good (too large, invalid), by the error: the queue's next send of one goes to the
+     * dead-letter file instead of Kafka. Bounded like inflight.
+     */
+    private final Map<RecordKey, String> refusedForGood = new HashMap<>();
+    /** The dead-letter file, opened at its first record. */
+    private FileChannel deadLetters;
+    /** Dead-lettered in a row / failures to dead-letter in a row: each streak said once. */
+    private long deadLetterStreak;
+    private String deadLetterFailSaid;
+    /** The producer refusal last said (not authorized, ...), until a record is acked. */
+    private String producerRefusalSaid;
     private String[] keyPath;
     private Map<String, Object> extraProperties;
     private byte[] msgIdPrefix;
@@ -292,6 +329,8 @@ public final class KafkaOut implements GObjBehavior {
         goDown("stopped");
         inflight.clear();
         nacked.clear();
+        refusedForGood.clear();
+        closeDeadLetters();
         return 0;
     }
 
@@ -299,6 +338,7 @@ public final class KafkaOut implements GObjBehavior {
     public void onDestroy() {
         reopenTimer.cancel();
         closeLink();
+        closeDeadLetters();
     }
 
     @Override
@@ -316,11 +356,28 @@ public final class KafkaOut implements GObjBehavior {
         ObjectNode s = Kw.create();
         if (link != null && !link.isClosed()) {
             KafkaLink.Handoff h = link.handOff();
-            Kw.putRef(s, "producer", h.producer());
-            Kw.putRef(s, "admin", h.admin());
+            // The producer and the Admin client travel in a holder, not as references core would close itself: a
+            // state no revision takes (a rollback to one that refuses this state version) is released by core, and
+            // KafkaProducer.close() waits without bound for what the producer holds, on the core thread. The
+            // "release" closer closes both at once instead; the queue then sends their records again.
+            Kw.putRef(s, "producer", new AtomicReference<>(h.producer()));
+            Kw.putRef(s, "admin", new AtomicReference<>(h.admin()));
             Kw.putRef(s, "in_flight_count", h.inFlight());
+            Producer<byte[], byte[]> p = h.producer();
+            Admin a = h.admin();
+            Kw.putRef(s, "release", (AutoCloseable) () -> {
+                try {
+                    p.close(Duration.ZERO);
+                } finally {
+                    a.close(Duration.ZERO);
+                }
+            });
         }
         link = null;
+        closeDeadLetters();
+        ArrayNode rg = s.putArray("refused_for_good");
+        refusedForGood.forEach((k, why) -> rg.addArray().add(k.generation()).add(k.rowid()).add(why));
+        s.put("dead_letter_streak", deadLetterStreak);
         s.put("producer_seq", producerSeq);
         ArrayNode in = s.putArray("in_flight");
         for (Map.Entry<RecordKey, InFlight> e : inflight.entrySet()) {
@@ -348,12 +405,18 @@ public final class KafkaOut implements GObjBehavior {
             inflight.put(new RecordKey(e.get(0).asLong(), e.get(1).asLong()), new InFlight(e.get(2).asLong()));
         }
         for (JsonNode e : state.path("nacked")) nacked.add(new RecordKey(e.get(0).asLong(), e.get(1).asLong()));
+        for (JsonNode e : state.path("refused_for_good")) {
+            refusedForGood.put(new RecordKey(e.get(0).asLong(), e.get(1).asLong()), e.get(2).asText());
+        }
+        deadLetterStreak = state.path("dead_letter_streak").asLong();
         failStreak = state.path("fail_streak").asLong();
         directSeq = state.path("direct_seq").asLong();
         startedAtMs = state.path("started_at_ms").asLong();
         msgIdPrefix = state.path("msg_id_prefix").asText().getBytes(StandardCharsets.UTF_8);
-        Producer<byte[], byte[]> producer = Kw.ref(state, "producer", Producer.class);
-        Admin admin = Kw.ref(state, "admin", Admin.class);
+        AtomicReference<Producer<byte[], byte[]>> producerRef = Kw.ref(state, "producer", AtomicReference.class);
+        AtomicReference<Admin> adminRef = Kw.ref(state, "admin", AtomicReference.class);
+        Producer<byte[], byte[]> producer = producerRef == null ? null : producerRef.get();
+        Admin admin = adminRef == null ? null : adminRef.get();
         AtomicInteger count = Kw.ref(state, "in_flight_count", AtomicInteger.class);
         if (producer != null && admin != null && count != null) {
             link = builder(producerSeq).adopt(new KafkaLink.Handoff(producer, admin, count)).open();
@@ -370,7 +433,7 @@ public final class KafkaOut implements GObjBehavior {
     public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
         if ("__reset__".equals(filter)) {
             for (Attr<Long> a : List.of(RECORDS_SENT, RECORDS_ACKED, RECORDS_FAILED, RECORDS_RETRIED,
-                    RESENDS_ABSORBED, REFUSED, BAD_MESSAGES)) {
+                    RESENDS_ABSORBED, REFUSED, BAD_MESSAGES, RECORDS_DEAD_LETTERED, PRODUCER_REFUSALS)) {
                 gobj.setLong(a, 0);
             }
         }
@@ -403,6 +466,8 @@ public final class KafkaOut implements GObjBehavior {
         d.put("in_flight", inflight.size());
         d.put("max_in_flight", gobj.readLong(MAX_IN_FLIGHT));
         d.put("producer", link == null ? "none" : link.toString());
+        d.put("dead_letter_file", deadLetterPath().toString());
+        d.put("refused_for_good_pending", refusedForGood.size());
         ArrayNode arr = d.putArray("oldest_in_flight");
         long limit = Kw.getLong(kw, "limit", 10);
         long now = now();
@@ -461,6 +526,11 @@ public final class KafkaOut implements GObjBehavior {
         boolean stale = kw.path("producer").asLong() != producerSeq;
         ObjectNode md = kw.get("md") instanceof ObjectNode ? (ObjectNode) kw.get("md") : null;
         RecordKey key = md == null ? null : recordKey(md);
+        if (kw.path("dead_lettered").asBoolean()) {
+            // Written to the dead-letter file by produceQueued: now the queue may clear it.
+            if (md != null && gobj.isRunning()) answerQueue(md, 0);
+            return 0;
+        }
         if (key != null && !stale) inflight.remove(key);
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "record " + (ok ? "acked" : "failed"), "record", key == null ? "direct" : key.toString(),
@@ -477,6 +547,12 @@ public final class KafkaOut implements GObjBehavior {
                 Glog.info(gobj, "Kafka takes records again", "failed_in_a_row", failStreak);
                 failStreak = 0;
             }
+            producerRefusalSaid = null;
+            if (deadLetterStreak > 0) {
+                Glog.info(gobj, "Kafka takes records again after refusing some for good", "dead_lettered",
+                        deadLetterStreak, "file", deadLetterPath().toString());
+                deadLetterStreak = 0;
+            }
             if (md != null) {
                 answerQueue(md, 0);
             } else {
@@ -492,6 +568,16 @@ public final class KafkaOut implements GObjBehavior {
         gobj.inc(RECORDS_FAILED);
         String error = kw.path("error").asText("");
         gobj.set(LAST_ERROR, error);
+        String refusal = kw.path("refusal").asText("");
+        if (REFUSAL_PRODUCER.equals(refusal)) {
+            refuseProducer(error);
+            return 0;
+        }
+        if (REFUSAL_RECORD.equals(refusal) && key != null && gobj.readLong(DEAD_LETTER_MAX_BYTES) > 0
+                && refusedForGood.size() < 2 * gobj.readLong(MAX_IN_FLIGHT)) {
+            // Sending it again would meet the same answer: the queue's next send of it goes to the dead-letter file.
+            refusedForGood.put(key, error);
+        }
         if (failStreak++ == 0) {
             Glog.warn(gobj, "Kafka refused records: they stay queued and are sent again", "error", error,
                     "retriable", kw.path("retriable").asBoolean(), "topic", gobj.read(TOPIC));
@@ -554,6 +640,8 @@ public final class KafkaOut implements GObjBehavior {
             return 0;
         }
         byte[] id = msgId(key);
+        String refusedWhy = refusedForGood.get(key);
+        if (refusedWhy != null) return deadLetter(key, id, out, refusedWhy);
         KafkaLink.Offer offer = link.send(out.key, out.value, Map.of(GH_MSG_ID, id),
                 delivery(gobj, producerSeq, out.md, null, null));
         if (offer != KafkaLink.Offer.ACCEPTED) {
@@ -601,7 +689,8 @@ public final class KafkaOut implements GObjBehavior {
         if (r.ok()) {
             kw.put("partition", r.partition()).put("offset", r.offset());
         } else {
-            kw.put("error", String.valueOf(r.error())).put("retriable", r.retriable());
+            kw.put("error", String.valueOf(r.error())).put("retriable", r.retriable())
+                    .put("refusal", refusal(r.error()));
         }
         kw.put("latency_us", r.latencyNanos() / 1000);
         return kw;
@@ -628,6 +717,120 @@ public final class KafkaOut implements GObjBehavior {
     private static ObjectNode linkKw(long producer, Connectivity c) {
         return Kw.create().put("producer", producer).put("up", c.up()).put("detail", c.detail())
                 .put("brokers", c.brokers()).put("partitions", c.partitions());
+    }
+
+    /**
+     * What a failed send says about the next try: {@value #REFUSAL_RECORD}, {@value #REFUSAL_PRODUCER}, or "" (a
+     * transient failure, or one Kafka does not class: nacked and sent again).
+     */
+    static String refusal(Throwable error) {
+        for (Throwable c = error; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof org.apache.kafka.common.errors.RecordTooLargeException
+                    || c instanceof org.apache.kafka.common.InvalidRecordException
+                    || c instanceof org.apache.kafka.common.errors.InvalidTimestampException) {
+                return REFUSAL_RECORD;
+            }
+            if (c instanceof org.apache.kafka.common.errors.AuthorizationException
+                    || c instanceof org.apache.kafka.common.errors.AuthenticationException
+                    || c instanceof org.apache.kafka.common.errors.UnsupportedVersionException) {
+                return REFUSAL_PRODUCER;
+            }
+        }
+        return "";
+    }
+
+    /**
+     * Kafka refused the producer itself: every record would fail alike, and an idempotent producer refused its id
+     * stays failed for good. The link closes (EV_ON_CLOSE: the queue keeps everything and puts what was in flight
+     * back), and a new producer is made after {@code reopen_interval_ms}, so records flow again by themselves once
+     * the operator fixes the ACLs or credentials. Said once until a record is acked.
+     */
+    private void refuseProducer(String error) {
+        gobj.inc(PRODUCER_REFUSALS);
+        String why = "Kafka refused the producer: " + error;
+        gobj.set(KAFKA_STATUS, why + "; made again every " + gobj.readLong(REOPEN_INTERVAL_MS) + " ms");
+        if (!error.equals(producerRefusalSaid)) {
+            producerRefusalSaid = error;
+            Glog.error(gobj, "Kafka refused the producer: records stay queued, producer made again", "error", error,
+                    "topic", gobj.read(TOPIC), "retry_ms", gobj.readLong(REOPEN_INTERVAL_MS));
+        }
+        goDown(why);
+        closeLink();
+        reopenTimer.cancel();
+        reopenTimer = gobj.setTimeout(gobj.readLong(REOPEN_INTERVAL_MS), Ev.EV_TIMEOUT, null);
+    }
+
+    /**
+     * A record Kafka refused for good, sent again by the queue: it goes to the dead-letter file (one NDJSON line,
+     * forced to disk) and only then is acked to the queue, on the next loop turn, so it neither holds the queue
+     * forever nor vanishes. When the file cannot take it (full, or an I/O error) it is nacked and stays queued.
+     */
+    private int deadLetter(RecordKey key, byte[] id, KafkaRecords.Outgoing out, String error) {
+        Path path = deadLetterPath();
+        try {
+            ObjectNode line = Kw.create();
+            line.put("gh_msg_id", new String(id, StandardCharsets.UTF_8));
+            line.put("topic", gobj.read(TOPIC));
+            line.put("t", gobj.yuno().clock().epochMillis());
+            line.put("error", error);
+            if (out.key == null) line.putNull("key");
+            else line.put("key", new String(out.key, StandardCharsets.UTF_8));
+            line.put("value", new String(out.value, StandardCharsets.UTF_8));
+            byte[] bytes = (Kw.toJson(line) + "\n").getBytes(StandardCharsets.UTF_8);
+            if (deadLetters == null) {
+                Files.createDirectories(path.getParent());
+                deadLetters = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                        StandardOpenOption.APPEND);
+            }
+            long max = gobj.readLong(DEAD_LETTER_MAX_BYTES);
+            if (deadLetters.size() + bytes.length > max) {
+                throw new IOException("dead-letter file full (" + deadLetters.size() + " of " + max + " bytes)");
+            }
+            ByteBuffer b = ByteBuffer.wrap(bytes);
+            while (b.hasRemaining()) deadLetters.write(b);
+            deadLetters.force(false);
+        } catch (IOException | RuntimeException e) {
+            String why = "dead letter " + path + ": " + e.getMessage();
+            gobj.set(LAST_ERROR, why);
+            if (!why.equals(deadLetterFailSaid)) {
+                deadLetterFailSaid = why;
+                Glog.error(gobj, "Record Kafka refused cannot be dead-lettered: it stays queued and is retried",
+                        "error", String.valueOf(e.getMessage()), "file", path.toString(), "refused_by_kafka", error);
+            }
+            nackSoon(gobj, producerSeq, out.md, why);
+            return 0;
+        }
+        refusedForGood.remove(key);
+        nacked.remove(key);
+        deadLetterFailSaid = null;
+        gobj.inc(RECORDS_DEAD_LETTERED);
+        gobj.set(DEAD_LETTER_FILE, path.toString());
+        if (deadLetterStreak++ == 0) {
+            Glog.error(gobj, "Kafka refused a record for good: written to the dead-letter file, cleared from the queue",
+                    "error", error, "gh_msg_id", new String(id, StandardCharsets.UTF_8), "file", path.toString());
+        }
+        ObjectNode kw = Kw.create().put("producer", producerSeq).put("ok", false).put("dead_lettered", true);
+        kw.set("md", out.md);
+        GObj g = gobj;
+        g.yuno().eventLoop().execute(() -> g.send(EV_KAFKA_DELIVERY, kw, g));
+        return 0;
+    }
+
+    /** {@code <data dir>/kafka-dead-letters/<client id>.ndjson}: one file per C_KAFKA of the gateway. */
+    private Path deadLetterPath() {
+        return gobj.yuno().dataDir().resolve("kafka-dead-letters").resolve(clientId() + ".ndjson");
+    }
+
+    private void closeDeadLetters() {
+        FileChannel c = deadLetters;
+        deadLetters = null;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException e) {
+                Glog.warn(gobj, "Dead-letter file not closed", "error", String.valueOf(e.getMessage()));
+            }
+        }
     }
 
     /** The answer of the queue protocol, published to the queue above: the record's md with {@code result}. */

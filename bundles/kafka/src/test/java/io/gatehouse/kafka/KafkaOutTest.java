@@ -14,7 +14,6 @@ import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.kafka.KafkaBroker;
 import io.gatehouse.testkit.kafka.KafkaRecord;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -46,8 +45,6 @@ import java.util.function.BooleanSupplier;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNotSame;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -58,8 +55,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class KafkaOutTest {
-    static final String USER = "edge";
-    static final String PASSWORD = "s3cret";
+    static final String USER = TestBroker.USER;
+    static final String PASSWORD = TestBroker.PASSWORD;
     static KafkaBroker broker;
     static Path root;
 
@@ -70,13 +67,7 @@ class KafkaOutTest {
     @BeforeAll
     static void startBroker() throws Exception {
         root = Files.createDirectories(Path.of(System.getProperty("gatehouse.testkit.dir", "target/kafka-tests")));
-        broker = KafkaBroker.builder(Files.createTempDirectory(root, "broker-")).saslPlain(USER, PASSWORD).start();
-        System.out.println("broker started in " + broker.lastStartTime().toMillis() + " ms");
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        if (broker != null) broker.close();
+        broker = TestBroker.get();
     }
 
     @AfterEach
@@ -284,22 +275,126 @@ class KafkaOutTest {
         await("SASL without JAAS refused", 15_000, () -> stats().get("kafka_status").asText().contains("JAAS"));
     }
 
+    /** The dead-letter file's lines. */
+    List<JsonNode> deadLetters() throws IOException {
+        Path f = Path.of(stats().get("dead_letter_file").asText());
+        List<JsonNode> out = new ArrayList<>();
+        for (String line : Files.readAllLines(f)) out.add(Kw.parse(line));
+        return out;
+    }
+
+    void sendBig(String id, int padding) {
+        rt.run(() -> rt.yuno().service("out").send(Ev.EV_SEND_MESSAGE,
+                Kw.create().put("id", id).put("pad", "x".repeat(padding)), null));
+    }
+
     @Test
     @Order(6)
-    void shouldNackARecordKafkaRefusesAndKeepItQueuedWhileTheOthersFlow() throws Exception {
+    void shouldDeadLetterARecordTheProducerRefusesAsTooLargeThenClearItWhileTheOthersFlow() throws Exception {
         broker.createTopic("small", 1);
         start(kw(broker.bootstrapServers(), "small") + ", \"kafka\": {\"max.request.size\": 1024}");
         await("connected", 30_000, () -> stats().get("connected").asBoolean());
-        rt.run(() -> rt.yuno().service("out").send(Ev.EV_SEND_MESSAGE,
-                Kw.create().put("id", "big").put("pad", "x".repeat(4000)), null));
+        sendBig("big", 4000);
+        send(0, 10);
+        awaitDrained(11, 30_000);
+        JsonNode s = stats();
+        assertEquals(1, s.get("records_dead_lettered").asLong(), s.toString());
+        assertEquals(10, s.get("records_acked").asLong(), s.toString());
+        assertTrue(s.get("last_error").asText().contains("RecordTooLarge"), s.get("last_error").asText());
+        List<JsonNode> dead = deadLetters();
+        assertEquals(1, dead.size(), dead.toString());
+        JsonNode d = dead.get(0);
+        assertTrue(d.get("gh_msg_id").asText().matches("edge-t/out/q/\\d+/1"), d.toString());
+        assertEquals("small", d.get("topic").asText());
+        assertEquals("big", d.get("key").asText());
+        assertEquals("big", Kw.parse(d.get("value").asText()).get("id").asText(), "the record's value as it was");
+        assertFalse(d.get("value").asText().contains(Kw.MD_TRQ));
+        assertTrue(d.get("error").asText().contains("RecordTooLarge"), d.toString());
+        assertEquals(10, readBack("small").size(), "the others reached Kafka, the refused one did not");
+    }
+
+    @Test
+    @Order(6)
+    void shouldDeadLetterARecordTheBrokerRefusesAsTooLargeWithoutLosingItsBatch() throws Exception {
+        broker.createTopic("small-broker", 1, Map.of("max.message.bytes", "2048"));
+        // a long linger puts the large record in one batch with the small ones: the broker refuses the batch,
+        // the producer splits it, and only the large one is refused for good
+        start(kw(broker.bootstrapServers(), "small-broker") + ", \"linger_ms\": 200");
+        await("connected", 30_000, () -> stats().get("connected").asBoolean());
+        send(0, 5);
+        sendBig("big", 4000);
+        send(5, 5);
+        awaitDrained(11, 30_000);
+        JsonNode s = stats();
+        assertEquals(1, s.get("records_dead_lettered").asLong(), s.toString());
+        List<JsonNode> dead = deadLetters();
+        assertEquals(1, dead.size(), dead.toString());
+        assertEquals("big", dead.get(0).get("key").asText());
+        List<KafkaRecord> got = readBack("small-broker");
+        assertEquals(10, got.size());
+        assertEquals(10, got.stream().map(r -> r.header(KafkaOut.GH_MSG_ID)).distinct().count());
+    }
+
+    @Test
+    @Order(6)
+    void shouldKeepARefusedRecordQueuedAndRetryItWhenThereIsNoDeadLetterFile() throws Exception {
+        broker.createTopic("small-kept", 1);
+        start(kw(broker.bootstrapServers(), "small-kept") + ", \"dead_letter_max_bytes\": 0, "
+                + "\"kafka\": {\"max.request.size\": 1024}");
+        await("connected", 30_000, () -> stats().get("connected").asBoolean());
+        sendBig("big", 4000);
         send(0, 10);
         await("the large record nacked and retried", 20_000, () -> stats().get("nacks").asLong() >= 2);
         await("the others acked", 20_000, () -> stats().get("acks").asLong() >= 10);
         JsonNode s = stats();
         assertEquals(1, s.get("msgs_in_queue").asLong(), "the refused one stays queued: " + s);
         assertTrue(s.get("records_failed").asLong() >= 2);
+        assertEquals(0, s.get("records_dead_lettered").asLong());
         assertTrue(s.get("last_error").asText().contains("RecordTooLarge"), s.get("last_error").asText());
-        assertEquals(10, readBack("small").size());
+        assertEquals(10, readBack("small-kept").size());
+    }
+
+    @Test
+    @Order(6)
+    void shouldKeepARecordQueuedWhenTheDeadLetterFileIsFull() throws Exception {
+        broker.createTopic("small-full", 1);
+        start(kw(broker.bootstrapServers(), "small-full") + ", \"dead_letter_max_bytes\": 100, "
+                + "\"kafka\": {\"max.request.size\": 1024}");
+        await("connected", 30_000, () -> stats().get("connected").asBoolean());
+        sendBig("big", 4000);
+        send(0, 3);
+        await("the others acked", 20_000, () -> stats().get("acks").asLong() >= 3);
+        await("the dead letter refused", 20_000, () -> stats().get("last_error").asText().contains("dead-letter file full"));
+        await("and retried", 20_000, () -> stats().get("nacks").asLong() >= 3);
+        JsonNode s = stats();
+        assertEquals(1, s.get("msgs_in_queue").asLong(), "not dropped: " + s);
+        assertEquals(0, s.get("records_dead_lettered").asLong());
+    }
+
+    @Test
+    @Order(6)
+    void shouldCloseTheLinkKeepEverythingQueuedWhileNotAuthorizedAndDrainOnceAllowed() throws Exception {
+        broker.createTopic(TestBroker.ACL_TOPIC, 1);
+        String sasl = "\"kafka\": {\"security.protocol\": \"SASL_PLAINTEXT\", \"sasl.mechanism\": \"PLAIN\", "
+                + "\"sasl.jaas.config\": \"org.apache.kafka.common.security.plain.PlainLoginModule required "
+                + "username=\\\"" + USER + "\\\" password=\\\"" + PASSWORD + "\\\";\"}";
+        try (io.gatehouse.testkit.LogCapture logs = new io.gatehouse.testkit.LogCapture()) {
+            start(kw(broker.saslBootstrapServers(), TestBroker.ACL_TOPIC) + ", " + sasl);
+            send(0, 10);
+            await("the producer refused", 30_000, () -> stats().get("producer_refusals").asLong() >= 2);
+            JsonNode s = stats();
+            System.out.println("not authorized: " + s.get("last_error").asText());
+            assertTrue(s.get("last_error").asText().contains("Authorization"), s.toString());
+            assertEquals(10, s.get("msgs_in_queue").asLong(), "kept queued: " + s);
+            assertEquals(0, s.get("records_acked").asLong());
+            assertEquals(1, logs.count("Kafka refused the producer: records stay queued, producer made again"),
+                    "said once: " + logs.all());
+
+            TestBroker.allow(org.apache.kafka.common.acl.AclOperation.WRITE, TestBroker.ACL_TOPIC);
+            awaitDrained(10, 60_000);
+        }
+        List<KafkaRecord> got = readBack(TestBroker.ACL_TOPIC);
+        assertEquals(10, got.stream().map(r -> r.header(KafkaOut.GH_MSG_ID)).distinct().count(), "every record, once allowed");
     }
 
     @Test
@@ -321,39 +416,6 @@ class KafkaOutTest {
         assertEquals(3, got.size());
         assertTrue(got.get(0).header(KafkaOut.GH_MSG_ID).startsWith("edge-t/out/q/direct/"), got.get(0).header(KafkaOut.GH_MSG_ID));
         assertEquals("{\"id\":\"d\",\"n\":0}", got.get(0).valueString(), "the durable dict stays out");
-    }
-
-    @Test
-    @Order(8)
-    void shouldHandTheProducerAndItsSendsInFlightToANewRevisionWithoutSendingAnyTwice() throws Exception {
-        broker.createTopic("upgrade", 1);
-        // a 3 s linger keeps the records in the producer, in flight, while the revision changes
-        start(kw(broker.bootstrapServers(), "upgrade") + ", \"linger_ms\": 3000, \"delivery_timeout_ms\": 60000");
-        await("connected", 30_000, () -> stats().get("connected").asBoolean());
-        send(0, 20);
-        await("20 records in the producer", 5_000, () -> stats().get("in_flight").asLong() == 20);
-        KafkaOut before = rt.call(() -> (KafkaOut) kafkaGobj().behavior());
-        Object producer = rt.call(() -> before.link().producer());
-        assertEquals(0, stats().get("records_acked").asLong(), "still lingering: nothing acked yet");
-
-        ObjectNode report = rt.gclassArrived(KafkaOut.SPEC.withFactory(KafkaOut::new));
-        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
-        assertEquals(0, report.get("rebuilt").size(), report.toString());
-        KafkaOut after = rt.call(() -> (KafkaOut) kafkaGobj().behavior());
-        assertNotSame(before, after, "a behaviour of the new revision");
-        assertSame(producer, rt.call(() -> after.link().producer()), "the same producer");
-        assertEquals(20, rt.call(after::inflightCount), "the records in flight came along");
-
-        send(20, 5);
-        awaitDrained(25, 30_000);
-        JsonNode s = stats();
-        assertEquals(25, s.get("records_sent").asLong(), "each record produced once");
-        assertEquals(25, s.get("records_acked").asLong(), "the old sends acked through the new behaviour");
-        assertEquals(0, s.get("retries").asLong(), "the queue sent nothing again");
-        assertEquals(0, s.get("resends_absorbed").asLong());
-        List<KafkaRecord> got = readBack("upgrade");
-        assertEquals(25, got.size());
-        assertEquals(25, got.stream().map(r -> r.header(KafkaOut.GH_MSG_ID)).distinct().count());
     }
 
     @Test
@@ -382,5 +444,25 @@ class KafkaOutTest {
         assertEquals(150, ids.size(), "every record in the topic");
         System.out.println("outage: " + got.size() + " records for 150 ids (" + (got.size() - 150) + " duplicates)");
         assertNotNull(stats().get("kafka_status"));
+    }
+
+    @Test
+    @Order(10)
+    void shouldStartWhileKafkaIsDownQueueAndDrainWhenItComesUp() throws Exception {
+        broker.createTopic("down-at-start", 1);
+        broker.stop();
+        try {
+            start(kw(broker.bootstrapServers(), "down-at-start"));
+            send(0, 30);
+            await("unreachable reported", 30_000,
+                    () -> stats().get("kafka_status").asText().contains("answered within"));
+            JsonNode s = stats();
+            assertFalse(s.get("connected").asBoolean());
+            assertEquals(30, s.get("msgs_in_queue").asLong(), "queued on disk: " + s);
+        } finally {
+            broker.restart();
+        }
+        awaitDrained(30, 60_000);
+        assertEquals(30, readBack("down-at-start").stream().map(r -> r.header(KafkaOut.GH_MSG_ID)).distinct().count());
     }
 }
