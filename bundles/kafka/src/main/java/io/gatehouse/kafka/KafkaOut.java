@@ -161,6 +161,10 @@ public final class KafkaOut implements GObjBehavior {
     static final Attr<Long> PRODUCER_REFUSALS = Attr.counter("producer_refusals", AttrFlag.RSTATS,
             "Times Kafka refused the producer itself (not authorized, authentication): link closed, records kept "
                     + "queued, producer made again after reopen_interval_ms");
+    static final Attr<Double> KAFKA_RECORD_SEND_RATE = Attr.real("kafka_record_send_rate", 0, AttrFlag.STATS,
+            "The producer's record-send-rate (records/s, Kafka's own window), for /metrics and JMX");
+    static final Attr<Double> KAFKA_REQUEST_LATENCY_AVG = Attr.real("kafka_request_latency_avg", 0, AttrFlag.STATS,
+            "The producer's request-latency-avg (ms), for /metrics and JMX");
     static final Attr<String> DEAD_LETTER_FILE = Attr.string("dead_letter_file", "", AttrFlag.STATS,
             "Path of the dead-letter file (NDJSON: gh_msg_id, topic, t, error, key, value), empty until one is written");
 
@@ -206,7 +210,7 @@ public final class KafkaOut implements GObjBehavior {
                     REOPEN_INTERVAL_MS, DEAD_LETTER_MAX_BYTES, CONNECTED, KAFKA_STATUS, LAST_ERROR, KAFKA_BROKERS, KAFKA_PARTITIONS,
                     IN_FLIGHT, OLDEST_IN_FLIGHT_MS, RECORDS_SENT, RECORDS_ACKED, RECORDS_FAILED, RECORDS_RETRIED,
                     RESENDS_ABSORBED, REFUSED, BAD_MESSAGES, RECORDS_DEAD_LETTERED, PRODUCER_REFUSALS,
-                    DEAD_LETTER_FILE)
+                    KAFKA_RECORD_SEND_RATE, KAFKA_REQUEST_LATENCY_AVG, DEAD_LETTER_FILE)
             .fsm(FSM)
             .command("view-kafka", "The producer: settings, connectivity, oldest records in flight, producer metrics",
                     KafkaOut::cmdViewKafka, Param.integer("limit", "10", "Records in flight to list"))
@@ -756,6 +760,9 @@ public final class KafkaOut implements GObjBehavior {
         }
         goDown(why);
         closeLink();
+        // The closed producer's records fail as stale and the queue took them back at the close: forget them, or
+        // the queue's next send of each would be taken for a resend of a record still in the producer.
+        inflight.clear();
         reopenTimer.cancel();
         reopenTimer = gobj.setTimeout(gobj.readLong(REOPEN_INTERVAL_MS), Ev.EV_TIMEOUT, null);
     }
@@ -951,8 +958,19 @@ public final class KafkaOut implements GObjBehavior {
 
     private void refreshGauges() {
         gobj.setLong(IN_FLIGHT, inflight.size());
+        // the two producer metrics of interest as attributes: /metrics and JMX read attributes, not stats
+        KafkaLink l = link;
+        Map<String, Double> pm = l == null || l.isClosed() ? Map.of()
+                : l.producerMetrics(List.of("record-send-rate", "request-latency-avg"));
+        gobj.set(KAFKA_RECORD_SEND_RATE, finite(pm.get("record-send-rate")));
+        gobj.set(KAFKA_REQUEST_LATENCY_AVG, finite(pm.get("request-latency-avg")));
         Iterator<InFlight> it = inflight.values().iterator();
         gobj.setLong(OLDEST_IN_FLIGHT_MS, it.hasNext() ? Math.max(0, now() - it.next().sentAtMs) : 0);
+    }
+
+    /** Kafka answers NaN for a metric with no sample yet. */
+    private static double finite(Double v) {
+        return v == null || v.isNaN() || v.isInfinite() ? 0 : v;
     }
 
     private byte[] msgId(RecordKey k) {

@@ -197,8 +197,9 @@ class KafkaOutTest {
                 sock.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
                 body = new String(sock.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             }
-            for (String family : List.of("gatehouse_records_sent", "gatehouse_records_acked", "gatehouse_in_flight",
-                    "gatehouse_connected", "gatehouse_msgs_in_queue")) {
+            for (String family : List.of("gatehouse_records_sent_total", "gatehouse_records_acked_total",
+                    "gatehouse_records_dead_lettered_total", "gatehouse_in_flight", "gatehouse_connected",
+                    "gatehouse_kafka_request_latency_avg", "gatehouse_msgs_in_queue")) {
                 assertTrue(body.contains(family + "{"), family + " in /metrics:\n" + body);
             }
         }
@@ -206,8 +207,11 @@ class KafkaOutTest {
             MBeanServer server = ManagementFactory.getPlatformMBeanServer();
             ObjectName name = new ObjectName("io.gatehouse:type=Service,yuno=edge-t,name=out");
             assertEquals(3.0, server.getAttribute(name, "msgs_in_queue"));
-            assertEquals(0.0, server.getAttribute(name, "connected"));
-            assertEquals(0.0, server.getAttribute(name, "records_acked"));
+            // C_KAFKA's numbers under its gobj path: counters as Long, gauges as Double
+            assertEquals(0.0, server.getAttribute(name, "kafka.connected"));
+            assertEquals(0L, server.getAttribute(name, "kafka.records_acked"));
+            assertEquals(0L, server.getAttribute(name, "kafka.records_dead_lettered"));
+            assertEquals(0.0, server.getAttribute(name, "kafka.kafka_request_latency_avg"));
         }
     }
 
