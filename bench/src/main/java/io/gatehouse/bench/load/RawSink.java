@@ -11,6 +11,7 @@ import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * Baseline (a) and the destination of the gateways under test: a raw Netty TCP4H server (one event loop, a
  * {@code LengthFieldBasedFrameDecoder} and one handler) that counts frames and, for a frame carrying
  * {@code __md_trq__}, writes back the queue-protocol ack {@code {"__md_trq__":{<the same fields>,"result":0}}}
- * (flushed once per read batch). Nothing else: the cheapest receiver that honours the protocol.
+ * (flushed once per read batch). Nothing else: the cheapest receiver that honours the protocol. Given a
+ * {@link Delivery}, it also marks every frame there (first copies by message id, end-to-end latency): the
+ * destination side of the sustained mode.
  *
  * <p>Main: {@code RawSink PORT} runs one until killed.
  */
@@ -33,10 +36,12 @@ public final class RawSink implements AutoCloseable {
     private final Channel listener;
     public final AtomicLong received = new AtomicLong();
     private volatile boolean ack = true;
+    /** Where frames are marked, or null; one receiver per sink, as a sink is one event loop. */
+    private volatile Delivery.Receiver delivery;
     public final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
 
     public RawSink(int port) throws InterruptedException {
-        group = new NioEventLoopGroup(1);
+        group = new NioEventLoopGroup(1, new DefaultThreadFactory("raw-sink"));
         listener = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -53,6 +58,11 @@ public final class RawSink implements AutoCloseable {
 
     public void setAck(boolean ack) {
         this.ack = ack;
+    }
+
+    /** Marks the frames received from now on in {@code d} (null: stop). */
+    public void setDelivery(Delivery d) {
+        delivery = d == null ? null : d.receiver();
     }
 
     private final class Handler extends ChannelInboundHandlerAdapter {
@@ -73,8 +83,10 @@ public final class RawSink implements AutoCloseable {
             ByteBuf b = (ByteBuf) msg;
             try {
                 received.incrementAndGet();
+                Delivery.Receiver rx = delivery;
+                if (rx != null) rx.onFrame(b);
                 if (!ack) return;
-                int at = indexOf(b, MD_KEY);
+                int at = Scan.lastIndexOf(b, MD_KEY);
                 if (at < 0) return;
                 int open = at + MD_KEY.length;
                 int close = open;
@@ -103,18 +115,6 @@ public final class RawSink implements AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             ctx.close();
         }
-    }
-
-    static int indexOf(ByteBuf b, byte[] key) {
-        int end = b.writerIndex() - key.length;
-        outer:
-        for (int i = b.readerIndex(); i <= end; i++) {
-            for (int j = 0; j < key.length; j++) {
-                if (b.getByte(i + j) != key[j]) continue outer;
-            }
-            return i;
-        }
-        return -1;
     }
 
     @Override

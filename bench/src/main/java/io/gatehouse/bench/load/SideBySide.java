@@ -14,85 +14,119 @@ import io.gatehouse.tcp4h.ProtTcp4hGClass;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * The same load, in the same run, through:
+ * The same load, in the same JVM run, through:
  * <ol type="a">
- *   <li>{@code raw}: a raw Netty TCP4H sink that acks (the baseline);</li>
+ *   <li>{@code raw-proxy}: the baseline every other config is a ratio to: a raw Netty TCP4H forwarder on one
+ *       event loop ({@link RawProxy}) in front of one acking raw sink, the cheapest correct hop;</li>
+ *   <li>{@code raw}: the producer straight into an acking raw sink (no hop: half the work of any forwarder);</li>
  *   <li>{@code iogate}: Gatehouse, producer → C_IOGATE (C_TCP_S) → C_RELAY → C_IOGATE (send_type 2, one channel
- *       per sink) → 2 raw sinks; the relay acks once the output took the message;</li>
+ *       per sink) → 2 raw sinks; the relay acks once the output took the message; nothing stored;</li>
  *   <li>{@code qiogate-none|interval|always}: the output is one C_QIOGATE with that {@code fsync_policy} → 1 sink;
  *       the relay acks once the record is durable per the policy;</li>
- *   <li>{@code mq2}, {@code mq4}: C_MQIOGATE (lastdigits on id) over 2 / 4 C_QIOGATE (interval) → 2 / 4 sinks.</li>
+ *   <li>{@code mq2}, {@code mq4}: C_MQIOGATE (lastdigits on id) over 2 / 4 C_QIOGATE (interval) → 2 / 4 sinks;
+ *       mq2 is the demo gateway's shape.</li>
  * </ol>
- * Each configuration runs pipelined (several connections, a window of unacked messages each) and ping-pong (one
- * connection, one message in flight), interleaved in rounds; medians and ratios to (a) are printed.
+ * Modes ({@link LoadGen.Mode}): {@code sustained} (the default: each connection keeps at most
+ * {@code --max-backlog} messages the sinks have not received), {@code burst} (the former {@code pipelined}:
+ * a window of unacked messages, ingest), {@code pingpong}. The sinks count first copies by message id
+ * ({@link Delivery}), so {@code msgs/s} is always what the destinations received.
  *
- * <pre>SideBySide [--rounds 3] [--size 128] [--connections 2] [--window 1000] [--warmup 2] [--duration 4]
- *            [--configs raw,iogate,...] [--modes pipelined,pingpong]</pre>
+ * <p>Reporting: every round runs each mode's configs back to back, {@code raw-proxy} first (it is added when
+ * {@code --configs} leaves it out); a config's ratio is taken to the {@code raw-proxy} run of the same round and
+ * mode, and the summary gives the median over the rounds (default 5) of the rates, the ratios, the acked rate,
+ * the end backlog and the end-to-end latency percentiles (producer send → destination receipt).
+ *
+ * <pre>SideBySide [--rounds 5] [--size 128] [--connections 4] [--max-backlog 20000] [--window 2000]
+ *            [--warmup 2] [--duration 4] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]</pre>
  */
 public final class SideBySide {
-    static final List<String> ALL = List.of("raw", "iogate", "qiogate-none", "qiogate-interval", "qiogate-always",
-            "mq2", "mq4");
+    static final String BASELINE = "raw-proxy";
+    static final List<String> ALL = List.of(BASELINE, "raw", "iogate", "qiogate-none", "qiogate-interval",
+            "qiogate-always", "mq2", "mq4");
+    /** Issue 17's paths: the relay that stores nothing, one durable queue, the demo's two queues. */
+    static final List<String> DEFAULT = List.of(BASELINE, "iogate", "qiogate-interval", "mq2");
 
     private SideBySide() {}
 
     public static void main(String[] args) throws Exception {
-        int rounds = 3;
+        int rounds = 5;
         LoadGen.Options base = new LoadGen.Options();
         base.connections = 4;
         base.window = 2000;
         base.warmup = 2;
         base.duration = 4;
-        List<String> configs = ALL;
-        List<String> modes = List.of("pipelined", "pingpong");
+        List<String> configs = DEFAULT;
+        List<LoadGen.Mode> modes = List.of(LoadGen.Mode.SUSTAINED);
         for (int i = 0; i < args.length; i += 2) {
             switch (args[i]) {
                 case "--rounds": rounds = Integer.parseInt(args[i + 1]); break;
                 case "--size": base.size = Integer.parseInt(args[i + 1]); break;
                 case "--connections": base.connections = Integer.parseInt(args[i + 1]); break;
                 case "--window": base.window = Integer.parseInt(args[i + 1]); break;
+                case "--max-backlog": base.maxBacklog = Integer.parseInt(args[i + 1]); break;
                 case "--warmup": base.warmup = Double.parseDouble(args[i + 1]); break;
                 case "--duration": base.duration = Double.parseDouble(args[i + 1]); break;
                 case "--configs": configs = List.of(args[i + 1].split(",")); break;
-                case "--modes": modes = List.of(args[i + 1].split(",")); break;
+                case "--modes": case "--mode":
+                    modes = Stream.of(args[i + 1].split(",")).map(LoadGen.Mode::parse).collect(Collectors.toList());
+                    break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        System.out.printf(Locale.ROOT, "# side by side: %d rounds, size %d, pipelined %d connections x window %d,"
-                        + " warmup %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, base.size,
-                base.connections, base.window, base.warmup, base.duration, System.getProperty("java.version"),
+        for (String c : configs) {
+            if (!ALL.contains(c)) throw new IllegalArgumentException("unknown config " + c + "; known: " + ALL);
+        }
+        List<String> order = new ArrayList<>(configs);
+        order.remove(BASELINE);
+        order.add(0, BASELINE);
+        System.out.printf(Locale.ROOT, "# side by side: %d rounds, modes %s, size %d, %d connections, sustained"
+                        + " max backlog %d, burst window %d, warmup %.1f s, window %.1f s; JVM %s, %d cpus,"
+                        + " load average %s%n", rounds, modes, base.size, base.connections, base.maxBacklog,
+                base.window, base.warmup, base.duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
+        // one throwaway run first, so that the first measured run does not pay the JIT for the shared code
+        // (Netty, the load generator, the sinks)
+        LoadGen.Options warm = base.copy();
+        warm.warmup = 1;
+        warm.duration = 1;
+        warm.label = "jit-warmup";
+        System.out.println(runOne(BASELINE, warm).line() + " (not counted)");
         Map<String, List<LoadGen.Result>> results = new LinkedHashMap<>();
         for (int r = 1; r <= rounds; r++) {
-            for (String mode : modes) {
-                for (String cfg : configs) {
+            for (LoadGen.Mode mode : modes) {
+                for (String cfg : order) {
                     LoadGen.Options o = base.copy();
-                    o.pingpong = mode.equals("pingpong");
-                    if (o.pingpong) {
+                    o.mode = mode;
+                    if (mode == LoadGen.Mode.PINGPONG) {
                         o.connections = 1;
                         o.window = 1;
                     }
                     o.label = cfg + "/" + mode;
                     LoadGen.Result res = runOne(cfg, o);
-                    System.out.println(res.line() + " round=" + r);
+                    System.out.println(res.line() + " round=" + r + " load=" + loadAverage().split(" ")[0]);
                     results.computeIfAbsent(o.label, k -> new ArrayList<>()).add(res);
                 }
             }
         }
-        summary(results, configs, modes);
+        summary(results, order, modes);
     }
 
     static String loadAverage() {
@@ -104,23 +138,29 @@ public final class SideBySide {
         }
     }
 
-    static void summary(Map<String, List<LoadGen.Result>> results, List<String> configs, List<String> modes) {
+    static void summary(Map<String, List<LoadGen.Result>> results, List<String> configs, List<LoadGen.Mode> modes) {
         System.out.println();
-        System.out.println("| mode | config | msgs/s median (min-max) | ratio to raw | p50 us | p99 us | p99.9 us |");
-        System.out.println("|---|---|---|---|---|---|---|");
-        for (String mode : modes) {
-            double rawMedian = Double.NaN;
-            List<LoadGen.Result> raw = results.get("raw/" + mode);
-            if (raw != null) rawMedian = median(raw, x -> x.msgsPerSec);
+        System.out.println("msgs/s: first copies the destinations received per second in the window; ratio: to the"
+                + " raw-proxy run of the same round; medians over the rounds; latency end to end (send -> receipt);"
+                + " CPU per first copy over the whole run: the hop's event loop (raw-proxy's, or the core loop) and"
+                + " the process (load generator and sinks included)");
+        System.out.println();
+        System.out.println("| mode | config | msgs/s median (min-max) | ratio to raw-proxy median (min-max)"
+                + " | acked msgs/s | end backlog | p50 us | p99 us | loop CPU us/msg | process CPU us/msg |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+        for (LoadGen.Mode mode : modes) {
+            List<LoadGen.Result> base = results.get(BASELINE + "/" + mode);
             for (String cfg : configs) {
                 List<LoadGen.Result> rs = results.get(cfg + "/" + mode);
                 if (rs == null) continue;
-                double m = median(rs, x -> x.msgsPerSec);
-                double lo = rs.stream().mapToDouble(x -> x.msgsPerSec).min().orElse(0);
-                double hi = rs.stream().mapToDouble(x -> x.msgsPerSec).max().orElse(0);
-                System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f | %.0f | %.0f | %.0f |%n", mode, cfg,
-                        m, lo, hi, m / rawMedian, median(rs, x -> x.p(50)), median(rs, x -> x.p(99)),
-                        median(rs, x -> x.p(99.9)));
+                double[] ratio = new double[rs.size()];
+                for (int k = 0; k < rs.size(); k++) ratio[k] = rs.get(k).msgsPerSec / base.get(k).msgsPerSec;
+                double[] rate = rs.stream().mapToDouble(x -> x.msgsPerSec).toArray();
+                System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f (%.2f-%.2f) | %,.0f | %,.0f"
+                                + " | %,.0f | %,.0f | %.2f | %.2f |%n",
+                        mode, cfg, median(rate), min(rate), max(rate), median(ratio), min(ratio), max(ratio),
+                        median(rs, x -> x.ackedPerSec), median(rs, x -> x.endBacklog), median(rs, x -> x.p(50)),
+                        median(rs, x -> x.p(99)), median(rs, x -> x.loopCpuUs), median(rs, x -> x.processCpuUs));
             }
         }
         System.out.println("load average at the end: " + loadAverage());
@@ -131,9 +171,22 @@ public final class SideBySide {
     }
 
     static double median(List<LoadGen.Result> rs, Metric m) {
-        double[] v = rs.stream().mapToDouble(m::of).sorted().toArray();
+        return median(rs.stream().mapToDouble(m::of).toArray());
+    }
+
+    static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
         if (v.length == 0) return Double.NaN;
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    static double min(double[] v) {
+        return Arrays.stream(v).min().orElse(Double.NaN);
+    }
+
+    static double max(double[] v) {
+        return Arrays.stream(v).max().orElse(Double.NaN);
     }
 
     public static int freePortPublic() throws IOException {
@@ -152,21 +205,37 @@ public final class SideBySide {
                 new MqIoGateGClass().spec(), new RelayGClass().spec(), new SinkGClass().spec());
     }
 
-    /** Runs one configuration with a fresh gateway, sinks and data directory. */
+    /**
+     * Runs one configuration with a fresh gateway (or proxy), sinks and data directory; the sinks mark what they
+     * receive in a {@link Delivery} of this run.
+     */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
-        int sinks = cfg.equals("raw") ? 1 : cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
+        int sinks = cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
+        Delivery delivery = new Delivery(o.prefix, o.connections, Delivery.spanFor(o.maxBacklog));
         List<RawSink> sinkList = new ArrayList<>();
         Path data = Files.createTempDirectory("gatehouse-bench-");
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl()) {
             for (int i = 0; i < sinks; i++) {
                 RawSink s = new RawSink(0);
                 s.setAck(!cfg.equals("iogate"));   // a plain gate does not speak the queue protocol downstream
+                s.setDelivery(delivery);
                 sinkList.add(s);
             }
+            LoadGen.Options x = o.copy();
             if (cfg.equals("raw")) {
-                LoadGen.Options x = o.copy();
                 x.port = sinkList.get(0).port();
-                return LoadGen.run(x);
+                Cost cost = new Cost(null, delivery);
+                return cost.of(LoadGen.run(x, delivery));
+            }
+            if (cfg.equals(BASELINE)) {
+                try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
+                    if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
+                    x.port = proxy.port();
+                    Cost cost = new Cost(proxy.thread(), delivery);
+                    LoadGen.Result r = cost.of(LoadGen.run(x, delivery));
+                    System.out.println("# raw-proxy " + proxy.stats());
+                    return r;
+                }
             }
             int input = freePort();
             String json = gatewayConfig(cfg, input, sinkList.stream().mapToInt(RawSink::port).toArray());
@@ -177,13 +246,52 @@ public final class SideBySide {
                 while (sinkList.stream().anyMatch(s -> s.connections.get() == 0) && System.currentTimeMillis() < deadline) {
                     Thread.sleep(20);
                 }
-                LoadGen.Options x = o.copy();
                 x.port = input;
-                return LoadGen.run(x);
+                Cost cost = new Cost(coreThread(), delivery);
+                return cost.of(LoadGen.run(x, delivery));
             }
         } finally {
             for (RawSink s : sinkList) s.close();
             deleteTree(data);
+        }
+    }
+
+    /** The running yuno's core loop: the newest live thread named like one (earlier runs' loops are stopped). */
+    static Thread coreThread() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().startsWith("gatehouse-core-"))
+                .max(Comparator.comparingLong(Thread::getId))
+                .orElseThrow(() -> new IllegalStateException("no gatehouse-core thread"));
+    }
+
+    /**
+     * CPU time per first copy over a whole run (warm-up included), of the hop's event loop (the proxy's, or the
+     * gateway's core loop) and of the whole process. Unlike a rate it hardly moves with the neighbours' load:
+     * on this shared machine it says what a hop costs when its rate says mostly how much CPU it was given.
+     */
+    static final class Cost {
+        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+        private static final com.sun.management.OperatingSystemMXBean OS =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        private final Thread loop;
+        private final Delivery delivery;
+        private final long loop0;
+        private final long process0;
+        private final long delivered0;
+
+        Cost(Thread loop, Delivery delivery) {
+            this.loop = loop;
+            this.delivery = delivery;
+            loop0 = loop == null ? 0 : THREADS.getThreadCpuTime(loop.getId());
+            process0 = OS.getProcessCpuTime();
+            delivered0 = delivery.firstCopies();
+        }
+
+        LoadGen.Result of(LoadGen.Result r) {
+            double n = Math.max(1, delivery.firstCopies() - delivered0);
+            if (loop != null) r.loopCpuUs = (THREADS.getThreadCpuTime(loop.getId()) - loop0) / 1000.0 / n;
+            r.processCpuUs = (OS.getProcessCpuTime() - process0) / 1000.0 / n;
+            return r;
         }
     }
 

@@ -112,6 +112,8 @@ public final class Relay implements GObjBehavior {
     private static final byte[] MD_TRQ_BYTES = Kw.MD_TRQ.getBytes(StandardCharsets.US_ASCII);
 
     private final GObj gobj;
+    /** Reads the messages' bytes: the metadata of those forwarded as they came, the dict of those stored (core loop). */
+    private final MdTrq scan = new MdTrq();
     private InputGates inputs;
     private Cancellable checker = Cancellable.NONE;
     /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed (stopped). */
@@ -249,12 +251,15 @@ public final class Relay implements GObjBehavior {
         return gobj.yuno().clock().monotonicMillis();
     }
 
-    /** The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. */
+    /**
+     * The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. The dict is built by
+     * the scan from the bytes it checked ({@link MdTrq#tree}); what it cannot vouch for is parsed by Jackson.
+     */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
         try {
-            msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
+            msg = buf == null ? Kw.withoutRefs(kw) : scan.scan(buf) == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
         } catch (IOException e) {
             gobj.inc(BAD_JSON);
             if (notJson.hit()) {
@@ -287,17 +292,24 @@ public final class Relay implements GObjBehavior {
         return r;
     }
 
-    /** A plain output: the message goes as it came, acked once the output accepted it. */
+    /**
+     * A plain output: the message goes as it came, acked once the output accepted it. The metadata the ack echoes
+     * is found by a scan of the bytes ({@link MdTrq}); the ack is begun before the message is passed on (the
+     * output owns the buffer then) and ended with the output's answer.
+     */
     private int forwardRaw(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
-        ObjectNode md = null;
         ByteBuf buf = Kw.gbuffer(kw);
-        if (buf != null && buf.readableBytes() > MD_TRQ_BYTES.length + 4 && containsMdTrq(buf)) {
-            try {
-                JsonNode m = Kw.parse(buf).get(Kw.MD_TRQ);
-                if (m != null && m.isObject()) md = (ObjectNode) m;
-            } catch (IOException notJson) {
-                // a binary payload: forwarded as it is, nothing to ack
-            }
+        ObjectNode md = null;
+        ByteBuf ack = null;
+        String traced = null;
+        int found = buf == null ? MdTrq.NONE : scan.scan(buf);
+        if (found == MdTrq.FOUND && scan.simple()) {
+            ack = scan.startAck();
+            if (gobj.isTraced(TRACE_MESSAGES)) traced = scan.text();
+        } else if (found == MdTrq.FOUND) {
+            md = parsedMd();
+        } else if (found == MdTrq.UNSURE) {
+            md = parseMd(buf);
         }
         kw.remove(Kw.TEMP);
         if (gobj.isTraced(TRACE_MESSAGES)) {
@@ -306,23 +318,50 @@ public final class Relay implements GObjBehavior {
         int r = out.send(Ev.EV_SEND_MESSAGE, kw, gobj);
         if (r < 0) {
             gobj.inc(REFUSED);
-            if (md != null) answerUpstream(md, temp, src, REFUSED_RESULT);
-            return r;
+        } else {
+            gobj.inc(TX_MSGS);
         }
-        gobj.inc(TX_MSGS);
-        if (md != null) answerUpstream(md, temp, src, 0);
-        return 0;
+        int result = r < 0 ? REFUSED_RESULT : 0;
+        if (ack != null) {
+            answerUpstream(MdTrq.endAck(ack, result), traced, temp, src, result);
+        } else if (md != null) {
+            answerUpstream(md, temp, src, result);
+        }
+        return r < 0 ? r : 0;
     }
 
     /** A message the relay cannot forward at all (no output): its producer gets a nack if it asked for an ack. */
     private void nackUpstream(ObjectNode kw, GObj inputGate) {
         ByteBuf buf = Kw.gbuffer(kw);
-        if (buf == null || !containsMdTrq(buf)) return;
+        if (buf == null) return;
+        int found = scan.scan(buf);
+        if (found == MdTrq.FOUND && scan.simple()) {
+            String traced = gobj.isTraced(TRACE_MESSAGES) ? scan.text() : null;
+            answerUpstream(MdTrq.endAck(scan.startAck(), REFUSED_RESULT), traced, kw.get(Kw.TEMP), inputGate,
+                    REFUSED_RESULT);
+            return;
+        }
+        ObjectNode md = found == MdTrq.FOUND ? parsedMd() : found == MdTrq.UNSURE ? parseMd(buf) : null;
+        if (md != null) answerUpstream(md, kw.get(Kw.TEMP), inputGate, REFUSED_RESULT);
+    }
+
+    /** The metadata the last scan found, parsed alone; null if Jackson does not take it (it then has no ack). */
+    private ObjectNode parsedMd() {
         try {
-            JsonNode md = Kw.parse(buf).get(Kw.MD_TRQ);
-            if (md instanceof ObjectNode) answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), inputGate, REFUSED_RESULT);
+            return scan.parsed();
         } catch (IOException notJson) {
-            // nothing to answer
+            return null;
+        }
+    }
+
+    /** What the scan could not vouch for: the whole message parsed, as before the scan, for its metadata. */
+    private static ObjectNode parseMd(ByteBuf buf) {
+        if (buf.readableBytes() <= MD_TRQ_BYTES.length + 4 || !containsMdTrq(buf)) return null;
+        try {
+            JsonNode m = Kw.parse(buf).get(Kw.MD_TRQ);
+            return m instanceof ObjectNode ? (ObjectNode) m : null;
+        } catch (IOException notJson) {
+            return null;   // a binary payload: forwarded as it is, nothing to ack
         }
     }
 
@@ -331,14 +370,42 @@ public final class Relay implements GObjBehavior {
      * {@code __temp__}).
      */
     private void answerUpstream(ObjectNode md, JsonNode temp, GObj inputGate, int result) {
+        ByteBuf fast = MdTrq.writeAckStart(md);
+        if (fast != null) {
+            answerUpstream(MdTrq.endAck(fast, result), gobj.isTraced(TRACE_MESSAGES) ? md.toString() : null, temp,
+                    inputGate, result);
+            return;
+        }
         // The same answer as InputGates.ack(md, result), without its copy: md is ours, taken out of the message
         // this relay parsed, and it is answered once.
         ObjectNode ack = Kw.create();
         ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
         boolean sent = InputGates.reply(gobj, inputGate, ack, temp) == 0;
+        counted(sent, result, md.toString());
+    }
+
+    /**
+     * Sends an ack written as bytes ({@code {"__md_trq__":{...,"result":R}}}, what {@link InputGates#reply} writes
+     * for the dict): the same checks as it makes, then the buffer goes down the input gate.
+     */
+    private void answerUpstream(ByteBuf ack, String tracedMd, JsonNode temp, GObj inputGate, int result) {
+        boolean sent = false;
+        GObj channel = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
+        if (inputGate == null || inputGate.isDestroyed()
+                || (channel != null && (channel.isDestroyed() || !channel.acceptsEvent(Ev.EV_SEND_MESSAGE)))) {
+            ack.release();
+        } else {
+            ObjectNode kw = Kw.withGbuffer(ack);
+            if (temp != null) kw.set(Kw.TEMP, temp);
+            sent = inputGate.send(Ev.EV_SEND_MESSAGE, kw, gobj) == 0;
+        }
+        counted(sent, result, tracedMd);
+    }
+
+    private void counted(boolean sent, int result, String tracedMd) {
         if (sent) gobj.inc(result < 0 ? NACKS_SENT : ACKS_SENT);
         if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, (result < 0 ? "nack" : "ack") + (sent ? " sent upstream" : " not sent"), "md", md.toString());
+            Glog.info(gobj, (result < 0 ? "nack" : "ack") + (sent ? " sent upstream" : " not sent"), "md", tracedMd);
         }
     }
 

@@ -3,6 +3,9 @@ package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.BigIntegerNode;
+import com.fasterxml.jackson.databind.node.IntNode;
+import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.POJONode;
 import io.gatehouse.api.Kw;
@@ -20,6 +23,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.Arrays;
 import java.util.Iterator;
+import java.util.Map;
 import java.util.function.LongFunction;
 
 import static io.gatehouse.api.queue.TrQueue.MD_TRQ;
@@ -56,14 +60,124 @@ final class RecordJson {
 
     // --- Append ---
 
-    /** Encodes {@code kw} as compact JSON into {@link #bytes()}; answers its length. */
+    /**
+     * Encodes {@code kw} as compact JSON into {@link #bytes()}; answers its length. A dict of the usual nodes
+     * (objects, arrays, strings, integers, booleans, nulls) is written here, byte for byte as Jackson writes it,
+     * without a generator and a serializer provider per record; any other (a double, a decimal, a binary or a
+     * reference) is written by Jackson.
+     */
     int encode(ObjectNode kw) throws IOException {
+        out.len = 0;
+        if (Compact.write(kw, out)) return out.len;
         out.len = 0;
         JsonNode n = hasRefs(kw) ? Kw.withoutRefs(kw) : kw;
         try (JsonGenerator g = Kw.MAPPER.getFactory().createGenerator(out)) {
             Kw.MAPPER.writeTree(g, n);
         }
         return out.len;
+    }
+
+    /** Jackson's compact output of the common nodes, and its string escapes (UTF8JsonGenerator's defaults). */
+    static final class Compact {
+        private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
+        private static final int MAX_DEPTH = 200;
+
+        private Compact() {}
+
+        /** Writes {@code n}; false (with part of it written) when a node is one Jackson must write. */
+        static boolean write(JsonNode n, Bytes out) {
+            return node(n, out, 0);
+        }
+
+        private static boolean node(JsonNode n, Bytes o, int depth) {
+            if (depth > MAX_DEPTH) return false;
+            switch (n.getNodeType()) {
+                case OBJECT: {
+                    o.write('{');
+                    boolean first = true;
+                    for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+                        Map.Entry<String, JsonNode> e = it.next();
+                        if (!first) o.write(',');
+                        first = false;
+                        if (!string(e.getKey(), o)) return false;
+                        o.write(':');
+                        if (!node(e.getValue(), o, depth + 1)) return false;
+                    }
+                    o.write('}');
+                    return true;
+                }
+                case ARRAY: {
+                    o.write('[');
+                    for (int i = 0; i < n.size(); i++) {
+                        if (i > 0) o.write(',');
+                        if (!node(n.get(i), o, depth + 1)) return false;
+                    }
+                    o.write(']');
+                    return true;
+                }
+                case STRING:
+                    return string(n.textValue(), o);
+                case NUMBER:
+                    if (n instanceof IntNode || n instanceof LongNode || n instanceof BigIntegerNode) {
+                        ascii(n.asText(), o);
+                        return true;
+                    }
+                    return false;
+                case BOOLEAN:
+                    ascii(n.booleanValue() ? "true" : "false", o);
+                    return true;
+                case NULL:
+                    ascii("null", o);
+                    return true;
+                default:
+                    return false;   // binary, POJO (a reference: left out by Jackson's path), missing
+            }
+        }
+
+        private static void ascii(String s, Bytes o) {
+            for (int i = 0; i < s.length(); i++) o.write(s.charAt(i));
+        }
+
+        /** A string as Jackson writes it; false for one with a surrogate (Jackson's own rules then). */
+        private static boolean string(String s, Bytes o) {
+            o.write('"');
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                if (c < 0x80) {
+                    if (c >= 0x20 && c != '"' && c != '\\') {
+                        o.write(c);
+                        continue;
+                    }
+                    o.write('\\');
+                    switch (c) {
+                        case '"': o.write('"'); break;
+                        case '\\': o.write('\\'); break;
+                        case '\b': o.write('b'); break;
+                        case '\t': o.write('t'); break;
+                        case '\n': o.write('n'); break;
+                        case '\f': o.write('f'); break;
+                        case '\r': o.write('r'); break;
+                        default:
+                            o.write('u');
+                            o.write('0');
+                            o.write('0');
+                            o.write(HEX[c >> 4]);
+                            o.write(HEX[c & 0xf]);
+                    }
+                } else if (c < 0x800) {
+                    o.write(0xc0 | (c >> 6));
+                    o.write(0x80 | (c & 0x3f));
+                } else if (Character.isSurrogate(c)) {
+                    return false;   // Jackson's UTF-8 output escapes them (\\uD83D\\uDE00), and refuses a lone one
+                } else {
+                    o.write(0xe0 | (c >> 12));
+                    o.write(0x80 | ((c >> 6) & 0x3f));
+                    o.write(0x80 | (c & 0x3f));
+                }
+            }
+            o.write('"');
+            return true;
+        }
     }
 
     /** The bytes of the last {@link #encode}; the array is reused by the next one. */

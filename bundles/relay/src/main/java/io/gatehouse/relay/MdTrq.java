@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.relay;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import io.gatehouse.api.Gbuffers;
+import io.gatehouse.api.Kw;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * A message's queue metadata ({@code __md_trq__}) read from its bytes with no JSON tree, and the upstream ack
+ * written as bytes. The relay forwards most messages as they came and needs one thing from them: the metadata
+ * its ack echoes. Parsing the whole message into a tree for it cost more than the rest of the hop.
+ *
+ * <p>{@link #scan} walks the readable bytes once, as strictly as Jackson's default parser reads them (strings with
+ * their escapes and UTF-8, numbers, literals, nesting), and finds the last top-level {@code __md_trq__} whose value
+ * is an object, as {@code Kw.parse(buf).get("__md_trq__")} does. Whatever it cannot vouch for (not an object at the
+ * top, a BOM, nesting deeper than {@value #MAX_DEPTH}, an invalid byte, a huge message) is {@link #UNSURE}: the
+ * caller asks Jackson, as before, so the answer is the same for every input.
+ *
+ * <p>The ack ({@code {"__md_trq__":{<md>,"result":R}}}) is the bytes Jackson writes for the parsed dict with
+ * {@code result} put: the metadata is echoed with the whitespace between its tokens left out, which is
+ * byte-identical when it is {@link #simple} (flat; strings without escapes, ASCII; integers; no {@code result} key
+ * and no key twice). Other metadata is parsed alone ({@link #parsed}), a few bytes instead of the message.
+ *
+ * <p>{@link #tree} builds the dict of a message the scan checked (for an output that stores it), with the nodes
+ * Jackson's tree has (the same classes and values, the last of a key given twice in the first one's place), without
+ * Jackson's parser and contexts per message.
+ *
+ * <p>One per relay, used on the core loop only; the bytes of the last scan are kept in a scratch array until the
+ * next scan (arrays above {@value #KEEP} bytes are not kept).
+ */
+final class MdTrq {
+    /** The message is a JSON object with a top-level {@code __md_trq__} object. */
+    static final int FOUND = 0;
+    /** The message is a JSON object without a top-level {@code __md_trq__} object: there is nothing to ack. */
+    static final int NONE = -1;
+    /** Not JSON this scan vouches for: parse it to know. */
+    static final int UNSURE = -2;
+
+    static final int MAX_DEPTH = 64;
+    static final int KEEP = 64 * 1024;
+    /** Larger messages go to Jackson (whose own limits then apply). */
+    static final int MAX_BYTES = 16 * 1024 * 1024;
+    private static final int MAX_MD_KEYS = 16;
+    private static final int MAX_NUMBER = 100;
+    /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
+    private static final int MAX_NAME = 50_000;
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    private static final byte[] MD_KEY = ascii("\"" + Kw.MD_TRQ + "\"");
+    private static final byte[] RESULT_KEY = ascii("\"" + Kw.RESULT + "\"");
+    private static final byte[] ACK_HEAD = ascii("{\"" + Kw.MD_TRQ + "\":{");
+    private static final byte[] RESULT_FIELD = ascii("\"" + Kw.RESULT + "\":");
+    private static final byte[] TRUE = ascii("true");
+    private static final byte[] FALSE = ascii("false");
+    private static final byte[] NULL = ascii("null");
+
+    private byte[] scratch = new byte[512];
+    private byte[] a = scratch;
+    private int n;
+    private int mdFrom = -1;
+    private int mdTo = -1;
+    private boolean simple;
+    private final int[] keyFrom = new int[MAX_MD_KEYS];
+    private final int[] keyTo = new int[MAX_MD_KEYS];
+    private int keys;
+
+    /** Scans the readable bytes of {@code buf} (not consumed): {@link #FOUND}, {@link #NONE} or {@link #UNSURE}. */
+    int scan(ByteBuf buf) {
+        mdFrom = -1;
+        n = buf.readableBytes();
+        if (n > MAX_BYTES) return UNSURE;
+        if (n <= scratch.length) {
+            a = scratch;
+        } else if (n <= KEEP) {
+            scratch = new byte[Math.min(KEEP, Integer.highestOneBit(n - 1) << 1)];
+            a = scratch;
+        } else {
+            a = new byte[n];
+        }
+        buf.getBytes(buf.readerIndex(), a, 0, n);
+        int i = ws(0);
+        if (i >= n || a[i] != '{') return UNSURE;
+        if (topObject(i) < 0) {
+            mdFrom = -1;
+            return UNSURE;
+        }
+        return mdFrom < 0 ? NONE : FOUND;
+    }
+
+    /** After {@link #FOUND}: the ack can be echoed from the bytes ({@link #startAck}) and be what Jackson writes. */
+    boolean simple() {
+        return simple;
+    }
+
+    /** After {@link #FOUND}: the metadata as a dict (for metadata that is not {@link #simple}). */
+    ObjectNode parsed() throws IOException {
+        JsonNode md = Kw.MAPPER.readTree(a, mdFrom, mdTo - mdFrom);
+        if (!(md instanceof ObjectNode)) throw new IOException("not a JSON object");
+        return (ObjectNode) md;
+    }
+
+    /** After {@link #FOUND}: the metadata's bytes as text (for a trace). */
+    String text() {
+        return new String(a, mdFrom, mdTo - mdFrom, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * After {@link #FOUND} of {@link #simple} metadata: a buffer holding the ack up to its result
+     * ({@code {"__md_trq__":{<md>,"result":}); {@link #endAck} writes the rest. Taken before the message is
+     * passed on, so the ack does not depend on what the output does with it.
+     */
+    ByteBuf startAck() {
+        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, (mdTo - mdFrom) + ACK_HEAD.length + 20);
+        out.writeBytes(ACK_HEAD);
+        // the md's bytes between its braces, whitespace outside strings left out (no escapes: quotes toggle)
+        int last = mdTo - 1;
+        int run = mdFrom + 1;
+        boolean inString = false;
+        for (int k = run; k < last; k++) {
+            byte c = a[k];
+            if (c == '"') {
+                inString = !inString;
+            } else if (!inString && isWs(c)) {
+                if (k > run) out.writeBytes(a, run, k - run);
+                run = k + 1;
+            }
+        }
+        if (last > run) out.writeBytes(a, run, last - run);
+        if (keys > 0) out.writeByte(',');
+        out.writeBytes(RESULT_FIELD);
+        return out;
+    }
+
+    /** Ends an ack that {@link #startAck} or {@link #writeAckStart} began: the result and the two braces. */
+    static ByteBuf endAck(ByteBuf out, int result) {
+        out.writeCharSequence(Integer.toString(result), StandardCharsets.US_ASCII);
+        out.writeByte('}');
+        out.writeByte('}');
+        return out;
+    }
+
+    /**
+     * The ack of a parsed metadata dict, up to its result, in a new buffer, when the dict is flat with ASCII
+     * strings that need no escape, integers, booleans and nulls, and no {@code result} key: the bytes Jackson
+     * writes, without a generator per ack. Null for any other dict (write it with Jackson).
+     */
+    static ByteBuf writeAckStart(ObjectNode md) {
+        int size = ACK_HEAD.length + 16;
+        for (Iterator<Map.Entry<String, JsonNode>> it = md.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String k = e.getKey();
+            JsonNode v = e.getValue();
+            if (!plainAscii(k) || k.equals(Kw.RESULT)) return null;
+            if (v.isTextual()) {
+                if (!plainAscii(v.textValue())) return null;
+                size += v.textValue().length() + 2;
+            } else if (!(v.isIntegralNumber() || v.isBoolean() || v.isNull())) {
+                return null;
+            } else {
+                size += 20;
+            }
+            size += k.length() + 4;
+        }
+        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, size);
+        out.writeBytes(ACK_HEAD);
+        for (Iterator<Map.Entry<String, JsonNode>> it = md.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode v = e.getValue();
+            out.writeByte('"');
+            out.writeCharSequence(e.getKey(), StandardCharsets.US_ASCII);
+            out.writeByte('"');
+            out.writeByte(':');
+            if (v.isTextual()) {
+                out.writeByte('"');
+                out.writeCharSequence(v.textValue(), StandardCharsets.US_ASCII);
+                out.writeByte('"');
+            } else {
+                out.writeCharSequence(v.asText(), StandardCharsets.US_ASCII);
+            }
+            out.writeByte(',');
+        }
+        out.writeBytes(RESULT_FIELD);
+        return out;
+    }
+
+    /** Printable ASCII without a quote or a backslash: written by Jackson as it is. */
+    private static boolean plainAscii(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+        }
+        return true;
+    }
+
+    /**
+     * After {@link #FOUND} or {@link #NONE}: the message as a dict, built from the bytes the scan checked (so it
+     * reads them without checking them again).
+     */
+    ObjectNode tree() {
+        pos = ws(0);
+        return (ObjectNode) node();
+    }
+
+    private int pos;
+
+    private JsonNode node() {
+        byte c = a[pos];
+        switch (c) {
+            case '{': {
+                ObjectNode o = F.objectNode();
+                pos = ws(pos + 1);
+                if (a[pos] == '}') {
+                    pos++;
+                    return o;
+                }
+                while (true) {
+                    String k = text(pos);
+                    pos = ws(ws(pos) + 1);   // the colon
+                    o.set(k, node());        // a key given twice: the last value, in the first one's place
+                    pos = ws(pos);
+                    if (a[pos++] == '}') return o;
+                    pos = ws(pos);           // after the comma
+                }
+            }
+            case '[': {
+                ArrayNode arr = F.arrayNode();
+                pos = ws(pos + 1);
+                if (a[pos] == ']') {
+                    pos++;
+                    return arr;
+                }
+                while (true) {
+                    arr.add(node());
+                    pos = ws(pos);
+                    if (a[pos++] == ']') return arr;
+                    pos = ws(pos);
+                }
+            }
+            case '"': return TextNode.valueOf(text(pos));
+            case 't': pos += 4; return BooleanNode.TRUE;
+            case 'f': pos += 5; return BooleanNode.FALSE;
+            case 'n': pos += 4; return NullNode.instance;
+            default: return numberNode();
+        }
+    }
+
+    /** The string token at {@code i}, decoded; {@link #pos} moves after it. */
+    private String text(int i) {
+        int from = i + 1;
+        int k = from;
+        while (a[k] != '"' && a[k] != '\\') k++;
+        if (a[k] == '"') {
+            pos = k + 1;
+            return new String(a, from, k - from, StandardCharsets.UTF_8);
+        }
+        StringBuilder sb = new StringBuilder(k - from + 16);
+        sb.append(new String(a, from, k - from, StandardCharsets.UTF_8));
+        while (true) {
+            int run = k;
+            while (a[k] != '"' && a[k] != '\\') k++;
+            if (k > run) sb.append(new String(a, run, k - run, StandardCharsets.UTF_8));
+            if (a[k] == '"') {
+                pos = k + 1;
+                return sb.toString();
+            }
+            byte e = a[k + 1];
+            switch (e) {
+                case 'b': sb.append('\b'); break;
+                case 'f': sb.append('\f'); break;
+                case 'n': sb.append('\n'); break;
+                case 'r': sb.append('\r'); break;
+                case 't': sb.append('\t'); break;
+                case 'u': sb.append((char) Integer.parseInt(new String(a, k + 2, 4, StandardCharsets.US_ASCII), 16)); k += 4; break;
+                default: sb.append((char) e);   // " \\ /
+            }
+            k += 2;
+        }
+    }
+
+    /** A number node as Jackson makes it: int, long, BigInteger for an integer by its size; double otherwise. */
+    private JsonNode numberNode() {
+        int from = pos;
+        int k = from;
+        boolean integral = true;
+        while (k < n) {
+            byte c = a[k];
+            if (c == '.' || c == 'e' || c == 'E') {
+                integral = false;
+            } else if (!(c == '-' || c == '+' || isDigit(c))) {
+                break;
+            }
+            k++;
+        }
+        pos = k;
+        String t = new String(a, from, k - from, StandardCharsets.US_ASCII);
+        if (!integral) return F.numberNode(Double.parseDouble(t));
+        int digits = k - from - (a[from] == '-' ? 1 : 0);
+        if (digits <= 18) {
+            long v = Long.parseLong(t);
+            return v == (int) v ? F.numberNode((int) v) : F.numberNode(v);
+        }
+        BigInteger b = new BigInteger(t);
+        return b.bitLength() <= 63 ? F.numberNode(b.longValue()) : F.numberNode(b);
+    }
+
+    // --- The walk: each method takes the index of a token's first byte, answers the index after it, or -1 ---
+
+    private int topObject(int i) {
+        i = ws(i + 1);
+        if (i < n && a[i] == '}') return i + 1;
+        while (true) {
+            if (i >= n || a[i] != '"') return -1;
+            int ks = i;
+            i = key(i);
+            if (i < 0) return -1;
+            boolean md = equalsAt(ks, i, MD_KEY);
+            i = ws(i);
+            if (i >= n || a[i] != ':') return -1;
+            i = ws(i + 1);
+            if (md && i < n && a[i] == '{') {
+                int vs = i;
+                i = mdObject(i);
+                if (i < 0) return -1;
+                mdFrom = vs;
+                mdTo = i;
+            } else {
+                if (md) mdFrom = -1;   // a later __md_trq__ that is no object hides an earlier one (the last wins)
+                i = value(i, 1);
+                if (i < 0) return -1;
+            }
+            i = ws(i);
+            if (i >= n) return -1;
+            if (a[i] == ',') {
+                i = ws(i + 1);
+            } else {
+                return a[i] == '}' ? i + 1 : -1;
+            }
+        }
+    }
+
+    /** The metadata object: also says whether it is {@link #simple}. */
+    private int mdObject(int i) {
+        simple = true;
+        keys = 0;
+        i = ws(i + 1);
+        if (i < n && a[i] == '}') return i + 1;
+        while (true) {
+            if (i >= n || a[i] != '"') return -1;
+            int ks = i;
+            i = key(i);
+            if (i < 0) return -1;
+            if (simple) simple = simpleKey(ks, i);
+            i = ws(i);
+            if (i >= n || a[i] != ':') return -1;
+            i = ws(i + 1);
+            int vs = i;
+            i = value(i, 2);
+            if (i < 0) return -1;
+            if (simple) simple = simpleValue(vs, i);
+            i = ws(i);
+            if (i >= n) return -1;
+            if (a[i] == ',') {
+                i = ws(i + 1);
+            } else {
+                return a[i] == '}' ? i + 1 : -1;
+            }
+        }
+    }
+
+    private boolean simpleKey(int from, int to) {
+        if (keys == MAX_MD_KEYS || !plainString(from, to) || equalsAt(from, to, RESULT_KEY)) return false;
+        for (int k = 0; k < keys; k++) {
+            if (java.util.Arrays.equals(a, keyFrom[k], keyTo[k], a, from, to)) return false;
+        }
+        keyFrom[keys] = from;
+        keyTo[keys] = to;
+        keys++;
+        return true;
+    }
+
+    private boolean simpleValue(int from, int to) {
+        byte c = a[from];
+        if (c == '"') return plainString(from, to);
+        if (c == 't' || c == 'f' || c == 'n') return true;
+        if (c == '{' || c == '[') return false;
+        // a number: an integer as Jackson writes it back (not -0, no fraction nor exponent)
+        if (c == '-' && to - from == 2 && a[from + 1] == '0') return false;
+        for (int k = from; k < to; k++) {
+            byte d = a[k];
+            if (d == '.' || d == 'e' || d == 'E') return false;
+        }
+        return true;
+    }
+
+    /** A string token in printable ASCII without escapes. */
+    private boolean plainString(int from, int to) {
+        for (int k = from + 1; k < to - 1; k++) {
+            byte c = a[k];
+            if (c == '\\' || c < 0x20 || c > 0x7e) return false;
+        }
+        return true;
+    }
+
+    private int value(int i, int depth) {
+        if (i >= n) return -1;
+        byte c = a[i];
+        switch (c) {
+            case '"': return string(i);
+            case '{': return object(i, depth + 1);
+            case '[': return array(i, depth + 1);
+            case 't': return literal(i, TRUE);
+            case 'f': return literal(i, FALSE);
+            case 'n': return literal(i, NULL);
+            default: return c == '-' || (c >= '0' && c <= '9') ? number(i) : -1;
+        }
+    }
+
+    private int object(int i, int depth) {
+        if (depth > MAX_DEPTH) return -1;
+        i = ws(i + 1);
+        if (i < n && a[i] == '}') return i + 1;
+        while (true) {
+            if (i >= n || a[i] != '"') return -1;
+            i = key(i);
+            if (i < 0) return -1;
+            i = ws(i);
+            if (i >= n || a[i] != ':') return -1;
+            i = value(ws(i + 1), depth);
+            if (i < 0) return -1;
+            i = ws(i);
+            if (i >= n) return -1;
+            if (a[i] == ',') {
+                i = ws(i + 1);
+            } else {
+                return a[i] == '}' ? i + 1 : -1;
+            }
+        }
+    }
+
+    private int array(int i, int depth) {
+        if (depth > MAX_DEPTH) return -1;
+        i = ws(i + 1);
+        if (i < n && a[i] == ']') return i + 1;
+        while (true) {
+            i = value(i, depth);
+            if (i < 0) return -1;
+            i = ws(i);
+            if (i >= n) return -1;
+            if (a[i] == ',') {
+                i = ws(i + 1);
+            } else {
+                return a[i] == ']' ? i + 1 : -1;
+            }
+        }
+    }
+
+    /** A field name: a string, not longer than Jackson takes. */
+    private int key(int i) {
+        int end = string(i);
+        return end - i > MAX_NAME ? -1 : end;
+    }
+
+    /** A string token: escapes as JSON has them, no control character, valid UTF-8. */
+    private int string(int i) {
+        int k = i + 1;
+        while (k < n) {
+            int c = a[k];
+            if (c == '"') return k + 1;
+            if (c == '\\') {
+                if (++k >= n) return -1;
+                int e = a[k];
+                if (e == 'u') {
+                    if (k + 4 >= n) return -1;
+                    for (int h = 1; h <= 4; h++) {
+                        if (!isHex(a[k + h])) return -1;
+                    }
+                    k += 5;
+                } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                    k++;
+                } else {
+                    return -1;
+                }
+            } else if (c >= 0x20) {
+                k++;
+            } else if (c >= 0) {
+                return -1;   // a control character
+            } else {
+                k = utf8(k);
+                if (k < 0) return -1;
+            }
+        }
+        return -1;
+    }
+
+    /** A multi-byte UTF-8 sequence at {@code k} (well formed: no overlong form, no surrogate, at most U+10FFFF). */
+    private int utf8(int k) {
+        int b0 = a[k] & 0xff;
+        int len;
+        int min2;
+        int max2;
+        if (b0 >= 0xc2 && b0 <= 0xdf) {
+            len = 2; min2 = 0x80; max2 = 0xbf;
+        } else if (b0 >= 0xe0 && b0 <= 0xef) {
+            len = 3;
+            min2 = b0 == 0xe0 ? 0xa0 : 0x80;
+            max2 = b0 == 0xed ? 0x9f : 0xbf;
+        } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+            len = 4;
+            min2 = b0 == 0xf0 ? 0x90 : 0x80;
+            max2 = b0 == 0xf4 ? 0x8f : 0xbf;
+        } else {
+            return -1;
+        }
+        if (k + len > n) return -1;
+        int b1 = a[k + 1] & 0xff;
+        if (b1 < min2 || b1 > max2) return -1;
+        for (int j = 2; j < len; j++) {
+            if ((a[k + j] & 0xc0) != 0x80) return -1;
+        }
+        return k + len;
+    }
+
+    /** A number as JSON has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+    private int number(int i) {
+        int k = i;
+        if (a[k] == '-') k++;
+        if (k >= n) return -1;
+        if (a[k] == '0') {
+            k++;
+        } else if (isDigit(a[k])) {
+            while (k < n && isDigit(a[k])) k++;
+        } else {
+            return -1;
+        }
+        if (k < n && a[k] == '.') {
+            k++;
+            if (k >= n || !isDigit(a[k])) return -1;
+            while (k < n && isDigit(a[k])) k++;
+        }
+        if (k < n && (a[k] == 'e' || a[k] == 'E')) {
+            k++;
+            if (k < n && (a[k] == '+' || a[k] == '-')) k++;
+            if (k >= n || !isDigit(a[k])) return -1;
+            while (k < n && isDigit(a[k])) k++;
+        }
+        return k - i > MAX_NUMBER ? -1 : k;
+    }
+
+    private int literal(int i, byte[] word) {
+        if (i + word.length > n) return -1;
+        for (int j = 1; j < word.length; j++) {
+            if (a[i + j] != word[j]) return -1;
+        }
+        return i + word.length;
+    }
+
+    private int ws(int i) {
+        while (i < n && isWs(a[i])) i++;
+        return i;
+    }
+
+    private boolean equalsAt(int from, int to, byte[] word) {
+        return to - from == word.length && java.util.Arrays.equals(a, from, to, word, 0, word.length);
+    }
+
+    private static boolean isWs(byte c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    }
+
+    private static boolean isDigit(byte c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private static boolean isHex(byte c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    }
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+}

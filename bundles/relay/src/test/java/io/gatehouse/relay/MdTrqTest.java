@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.relay;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The scan answers what parsing the whole message answered, for every input: the same ack bytes (or none). Each
+ * case is checked against the reference, Jackson's tree: {@code Kw.parse(buf).get("__md_trq__")}, {@code result}
+ * put, written by {@code Kw.writeJson}.
+ */
+class MdTrqTest {
+    private static final String NOISE = "{}[]\",:\\ 0e-.tx\u0080";
+    private final MdTrq scan = new MdTrq();
+
+    /** The ack the relay wrote before the scan: null when the message had no metadata to ack. */
+    private static String reference(byte[] msg, int result) {
+        ObjectNode md;
+        try {
+            JsonNode m = Kw.parse(Unpooled.wrappedBuffer(msg)).get(Kw.MD_TRQ);
+            if (!(m instanceof ObjectNode)) return null;
+            md = (ObjectNode) m;
+        } catch (IOException | RuntimeException notJson) {
+            return null;
+        }
+        ObjectNode ack = Kw.create();
+        ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
+        ByteBuf out = Unpooled.buffer();
+        Kw.writeJson(ack, out);
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    /** The ack the relay writes now, by the scan's answer, as Relay.forwardRaw takes it. */
+    private String scanned(byte[] msg, int result) {
+        ByteBuf in = PooledByteBufAllocator.DEFAULT.directBuffer(msg.length + 3);
+        in.writeBytes(new byte[] {9, 9, 9});
+        in.readerIndex(3);
+        in.writeBytes(msg);
+        try {
+            int found = scan.scan(in);
+            ObjectNode md;
+            if (found == MdTrq.FOUND && scan.simple()) {
+                ByteBuf ack = MdTrq.endAck(scan.startAck(), result);
+                try {
+                    return ack.toString(StandardCharsets.UTF_8);
+                } finally {
+                    ack.release();
+                }
+            } else if (found == MdTrq.FOUND) {
+                try {
+                    md = scan.parsed();
+                } catch (IOException e) {
+                    return null;
+                }
+            } else if (found == MdTrq.NONE) {
+                return null;
+            } else {
+                return reference(msg, result);   // UNSURE: the relay parses the message, as before
+            }
+            ByteBuf fast = MdTrq.writeAckStart(md);
+            if (fast != null) {
+                try {
+                    return MdTrq.endAck(fast, result).toString(StandardCharsets.UTF_8);
+                } finally {
+                    fast.release();
+                }
+            }
+            ObjectNode ack = Kw.create();
+            ack.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
+            ByteBuf out = Unpooled.buffer();
+            Kw.writeJson(ack, out);
+            return out.toString(StandardCharsets.UTF_8);
+        } finally {
+            in.release();
+        }
+    }
+
+    private void same(String msg) {
+        same(msg.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private void same(byte[] msg) {
+        for (int result : new int[] {0, -1}) {
+            assertEquals(reference(msg, result), scanned(msg, result), () -> new String(msg, StandardCharsets.UTF_8));
+        }
+        sameTree(msg);
+    }
+
+    /** What the scan vouches for, Jackson takes, and the scan's dict is Jackson's, node class by node class. */
+    private void sameTree(byte[] msg) {
+        if (scan.scan(Unpooled.wrappedBuffer(msg)) == MdTrq.UNSURE) return;
+        ObjectNode mine = scan.tree();
+        ObjectNode jackson;
+        try {
+            jackson = Kw.parse(Unpooled.wrappedBuffer(msg));
+        } catch (IOException e) {
+            throw new AssertionError("the scan took what Jackson refuses: " + new String(msg, StandardCharsets.UTF_8), e);
+        }
+        assertEquals(jackson, mine, () -> new String(msg, StandardCharsets.UTF_8));
+        assertEquals(classes(jackson), classes(mine), () -> new String(msg, StandardCharsets.UTF_8));
+    }
+
+    private static String classes(JsonNode n) {
+        StringBuilder b = new StringBuilder(n.getClass().getSimpleName());
+        if (n.isContainerNode()) {
+            b.append('(');
+            n.fields().forEachRemaining(e -> b.append(e.getKey()).append('=').append(classes(e.getValue())).append(' '));
+            if (n.isArray()) n.elements().forEachRemaining(e -> b.append(classes(e)).append(' '));
+            b.append(')');
+        }
+        return b.toString();
+    }
+
+    @Test
+    void buildsTheDictJacksonBuilds() {
+        String[] cases = {
+            "{\"id\":\"m1-5\",\"n\":[1,-2,2147483647,2147483648,-2147483648,-2147483649,9223372036854775807,"
+                + "9223372036854775808,-9223372036854775808,-9223372036854775809,123456789012345678901234567890,-0,0]}",
+            "{\"f\":[1.5,-0.0,1e3,1E-3,2.5e+10,1e400,0.1,123456789.123456789]}",
+            "{\"s\":[\"\",\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\",\"\\u00e9\\u20AC\\ud83d\\ude00\\ud800\",\"\u00e9t\u00e9 \uD83D\uDE00\"]}",
+            "{\"a\":1,\"b\":{\"a\":[],\"c\":{}},\"a\":{\"x\":null,\"y\":true,\"z\":false}}",
+            " {\"\\u0041\" : [ [ ] , { } , \"x\" ] } ",
+            "{\"__md_trq__\":{\"__msg_rowid__\":5},\"id\":\"x\"}",
+        };
+        for (String c : cases) {
+            byte[] m = c.getBytes(StandardCharsets.UTF_8);
+            assertTrue(scan.scan(Unpooled.wrappedBuffer(m)) != MdTrq.UNSURE, c);
+            sameTree(m);
+        }
+    }
+
+    private int status(String msg) {
+        return scan.scan(Unpooled.copiedBuffer(msg, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void echoesTheMetadataOfAProducersMessageAsJacksonWritesIt() {
+        String m = "{\"id\":\"m1-5\",\"pad\":\"xx\",\"__md_trq__\":{\"__msg_rowid__\":5,\"__msg_t__\":1}}";
+        assertEquals(MdTrq.FOUND, status(m));
+        assertTrue(scan.simple());
+        assertEquals("{\"__md_trq__\":{\"__msg_rowid__\":5,\"__msg_t__\":1,\"result\":0}}", scanned(m.getBytes(), 0));
+        same(m);
+        same("{\"id\": \"a\", \"__md_trq__\" : { \"__msg_rowid__\" : 7 , \"k\" : \"v w\" , \"b\": true, \"z\": null } }");
+        same("{\"__md_trq__\":{}}");
+        same("{\"__md_trq__\":{ }, \"x\": [1, 2, {\"__md_trq__\": 3}]}");
+        same("\r\n {\"__md_trq__\":{\"a\":-12,\"big\":123456789012345678901234567890}}  trailing bytes ignored");
+    }
+
+    @Test
+    void takesWhatJacksonTakesWhenTheMetadataIsNotSimple() {
+        String[] cases = {
+            "{\"__md_trq__\":{\"result\":5,\"a\":1}}",              // result already there: Jackson puts in place
+            "{\"__md_trq__\":{\"a\":1,\"a\":2}}",                   // a key twice: the last value, first place
+            "{\"__md_trq__\":{\"a\":1.50,\"b\":1e3,\"c\":-0}}",      // numbers Jackson writes its own way
+            "{\"__md_trq__\":{\"s\":\"tab\\there\\u00e9\\/\"}}",     // escapes
+            "{\"__md_trq__\":{\"s\":\"\u00e9t\u00e9 \u20ac \uD83D\uDE00\"}}",   // non-ASCII
+            "{\"__md_trq__\":{\"n\":{\"x\":[1,{\"y\":2}]}}}",        // nested
+            "{\"__md_trq__\":{\"a\":1},\"__md_trq__\":{\"a\":2}}",   // twice at the top: the last
+            "{\"__md_trq__\":{\"a\":1},\"__md_trq__\":7}",           // the last is no object: no ack
+            "{\"__md_trq__\":[1]}",
+            "{\"__md_trq__\":\"str\"}",
+            "{\"id\":1}",
+            "{}",
+        };
+        for (String c : cases) same(c);
+        assertEquals(MdTrq.NONE, status("{\"id\":1,\"x\":{\"__md_trq__\":{\"a\":1}}}"), "only a top-level key counts");
+        assertEquals(MdTrq.NONE, status("{\"__md_trq__\":{\"a\":1},\"__md_trq__\":7}"));
+    }
+
+    @Test
+    void leavesToJacksonWhatItCannotVouchFor() {
+        String[] bad = {
+            "", "   ", "not json", "[1,2]", "\uFEFF{\"__md_trq__\":{\"a\":1}}", "{\"__md_trq__\":{\"a\":1}",
+            "{\"__md_trq__\":{\"a\":tru}}", "{\"__md_trq__\":{\"a\":01}}", "{\"a\":1,}", "{\"a\" 1}", "{a:1}",
+            "{\"__md_trq__\":{\"a\":1},\"x\":\"\u0001\"}", "{\"__md_trq__\":{\"a\":1},\"x\":\"\\q\"}",
+            "{\"__md_trq__\":{\"a\":1},\"x\":1.}", "{\"__md_trq__\":{\"a\":1},\"x\":-}", "{\"x\":\"\\u12\"}",
+            "{\"__md_trq__\":{\"a\":1},\"x\":" + "[".repeat(100) + "]".repeat(100) + "}",
+        };
+        for (String c : bad) {
+            same(c);
+        }
+        assertEquals(MdTrq.UNSURE, status("{\"__md_trq__\":{\"a\":tru}}"));
+        assertEquals(MdTrq.UNSURE, status("{\"x\":" + "[".repeat(100) + "]".repeat(100) + "}"), "deeper than it goes");
+        // invalid UTF-8: a lone continuation byte, an overlong form, a surrogate, a truncated sequence
+        for (byte[] tail : new byte[][] {{(byte) 0x80}, {(byte) 0xc0, (byte) 0xaf}, {(byte) 0xed, (byte) 0xa0, (byte) 0x80},
+                {(byte) 0xe2, (byte) 0x82}}) {
+            byte[] head = "{\"__md_trq__\":{\"a\":1},\"x\":\"".getBytes(StandardCharsets.US_ASCII);
+            byte[] msg = new byte[head.length + tail.length + 2];
+            System.arraycopy(head, 0, msg, 0, head.length);
+            System.arraycopy(tail, 0, msg, head.length, tail.length);
+            msg[msg.length - 2] = '"';
+            msg[msg.length - 1] = '}';
+            assertEquals(MdTrq.UNSURE, scan.scan(Unpooled.wrappedBuffer(msg)));
+            same(msg);
+        }
+    }
+
+    @Test
+    void aParsedDictIsWrittenAsJacksonWritesIt() throws IOException {
+        String[] mds = {"{\"__msg_rowid__\":5,\"__msg_t__\":1}", "{}", "{\"k\":\"v\",\"b\":false,\"n\":null,\"l\":-9}",
+            "{\"big\":123456789012345678901234567890}"};
+        for (String md : mds) {
+            ObjectNode d = Kw.parse(md);
+            ByteBuf fast = MdTrq.writeAckStart(d);
+            String got = MdTrq.endAck(fast, -1).toString(StandardCharsets.UTF_8);
+            fast.release();
+            ObjectNode ack = Kw.create();
+            ack.set(Kw.MD_TRQ, d.deepCopy().put(Kw.RESULT, -1));
+            assertEquals(Kw.toJson(ack), got);
+        }
+        for (String md : new String[] {"{\"result\":1}", "{\"f\":1.5}", "{\"s\":\"a\\\"b\"}", "{\"s\":\"\u00e9\"}",
+                "{\"o\":{}}", "{\"a\":[]}"}) {
+            assertNull(MdTrq.writeAckStart(Kw.parse(md)), md);
+        }
+    }
+
+    /** Random messages, and the same with bytes cut, dropped, doubled or changed: the scan never answers otherwise. */
+    @Test
+    void answersAsJacksonOnRandomAndBrokenMessages() {
+        Random rnd = new Random(17);
+        String[] atoms = {"1", "-3", "0", "2.5", "1e9", "true", "false", "null", "\"s\"", "\"a b\"", "\"\\n\"",
+            "\"\u00e9\"", "[]", "{}", "[1,\"x\"]", "{\"q\":{\"r\":[null]}}", "4294967296", "-2147483649",
+            "99999999999999999999", "\"\\u00e9\\t\"", "{\"k\":1,\"k\":[2]}", "-0.5E-7"};
+        String[] keys = {"id", "pad", "__md_trq__", "result", "__msg_rowid__", "__msg_t__", "k"};
+        List<byte[]> cases = new ArrayList<>();
+        for (int c = 0; c < 2000; c++) {
+            StringBuilder b = new StringBuilder("{");
+            int fields = rnd.nextInt(5);
+            for (int f = 0; f < fields; f++) {
+                if (f > 0) b.append(rnd.nextBoolean() ? "," : " , ");
+                String k = keys[rnd.nextInt(keys.length)];
+                b.append('"').append(k).append("\":");
+                if (k.equals("__md_trq__") && rnd.nextInt(4) > 0) {
+                    b.append('{');
+                    int m = rnd.nextInt(4);
+                    for (int j = 0; j < m; j++) {
+                        if (j > 0) b.append(rnd.nextBoolean() ? "," : ", ");
+                        b.append('"').append(keys[rnd.nextInt(keys.length)]).append("\":")
+                                .append(atoms[rnd.nextInt(atoms.length)]);
+                    }
+                    b.append('}');
+                } else {
+                    b.append(atoms[rnd.nextInt(atoms.length)]);
+                }
+            }
+            b.append('}');
+            byte[] msg = b.toString().getBytes(StandardCharsets.UTF_8);
+            cases.add(msg);
+            byte[] broken = msg.clone();
+            int at = rnd.nextInt(broken.length);
+            switch (rnd.nextInt(4)) {
+                case 0: broken = java.util.Arrays.copyOf(broken, at); break;
+                case 1: broken[at] = (byte) NOISE.charAt(rnd.nextInt(NOISE.length())); break;
+                case 2: broken[at] = (byte) rnd.nextInt(256); break;
+                default:
+                    byte[] d = new byte[broken.length + 1];
+                    System.arraycopy(broken, 0, d, 0, at + 1);
+                    System.arraycopy(broken, at, d, at + 1, broken.length - at);
+                    broken = d;
+            }
+            cases.add(broken);
+        }
+        for (byte[] msg : cases) same(msg);
+    }
+}
