@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
 /**
  * A fault that repeats once per message or per connection while it lasts (data sent to a closed socket, a full tx
  * queue, a flood of connections beyond the channels): the caller says it when it starts, again at most once every
@@ -36,5 +40,16 @@ final class Streak {
         long n = count;
         count = 0;
         return n;
+    }
+
+    /** For a live upgrade: the running streak (its count, when it was last said), so the new revision goes on with it. */
+    ObjectNode exportState() {
+        return JsonNodeFactory.instance.objectNode().put("count", count).put("said_at_ms", saidAtMs);
+    }
+
+    /** Takes over a streak {@link #exportState} gave; a missing one is no streak. */
+    void importState(JsonNode s) {
+        count = s == null ? 0 : Math.max(0, s.path("count").asLong(0));
+        saidAtMs = s == null ? 0 : s.path("said_at_ms").asLong(0);
     }
 }
