@@ -20,6 +20,7 @@ final class GatewayProcess implements AutoCloseable {
     private final Path log;
     private final int controlPort;
     private final Path dist;
+    private final List<String> jvmArgs = new ArrayList<>();
     private Process process;
 
     GatewayProcess(Path config, Path data, Path log, int controlPort) {
@@ -49,6 +50,12 @@ final class GatewayProcess implements AutoCloseable {
         return to;
     }
 
+    /** An extra JVM argument, after the defaults (a later {@code -D} of the same name wins). */
+    GatewayProcess jvm(String arg) {
+        jvmArgs.add(arg);
+        return this;
+    }
+
     static Path dist() {
         Path d = Path.of(System.getProperty("gatehouse.dist", "../runtime/felix/target/gatehouse-felix")).toAbsolutePath();
         if (!Files.isRegularFile(d.resolve("bin/gatehouse-launcher.jar"))) {
@@ -61,8 +68,9 @@ final class GatewayProcess implements AutoCloseable {
         Path dist = this.dist != null ? this.dist : dist();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-Dgatehouse.home=" + dist,
-                "-Dgatehouse.metrics.port=0",
-                "-cp", dist.resolve("bin/gatehouse-launcher.jar") + File.pathSeparator
+                "-Dgatehouse.metrics.port=0"));
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-cp", dist.resolve("bin/gatehouse-launcher.jar") + File.pathSeparator
                         + dist.resolve("bin/org.apache.felix.framework.jar"),
                 "io.gatehouse.launcher.Main", "run", config.toString(), "--data", data.toString(),
                 "--control", String.valueOf(controlPort)));

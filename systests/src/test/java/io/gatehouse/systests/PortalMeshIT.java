@@ -25,6 +25,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -211,7 +212,7 @@ class PortalMeshIT {
             traffic.setDaemon(true);
             traffic.start();
             try {
-                String rx = "gatehouse_rxMsgs{yuno=\"C\",service=\"__input_side__\"}";
+                String rx = "gatehouse_rxMsgs_total{yuno=\"C\",service=\"__input_side__\",gclass=\"C_IOGATE\"}";
                 long deadline = System.currentTimeMillis() + WAIT_MS;
                 String first = scrape(mc);
                 while (sample(first, rx) <= 0 && System.currentTimeMillis() < deadline) {
@@ -221,14 +222,15 @@ class PortalMeshIT {
                 Thread.sleep(1200);
                 String second = scrape(mc);
                 assertTrue(sample(second, rx) > sample(first, rx), "input counter moves during traffic:\n" + second);
-                assertTrue(sample(second, "gatehouse_connections{yuno=\"C\",service=\"__input_side__\"}") >= 1, second);
+                assertTrue(sample(second, "gatehouse_connections{yuno=\"C\",service=\"__input_side__\",gclass=\"C_IOGATE\"}") >= 1, second);
                 for (String s : List.of("msgs_in_queue", "pending_acks", "oldest_pending_age_ms")) {
-                    assertTrue(sample(second, "gatehouse_" + s + "{yuno=\"C\",service=\"__output_side__\",gobj=\"output-0\"}") >= 0,
+                    assertTrue(sample(second, "gatehouse_" + s + "{yuno=\"C\",service=\"__output_side__\",gobj=\"output-0\",gclass=\"C_QIOGATE\"}") >= 0,
                             s + " of each queue:\n" + second);
                 }
-                assertTrue(second.contains("gatehouse_txMsgsec{yuno=\"C\",service=\"__input_side__\"}"), second);
-                assertTrue(second.contains("# TYPE gatehouse_rxMsgs gauge"), second);
-                assertEquals(1, sample(scrape(mb), "gatehouse_connected{yuno=\"B\",service=\"to_c\"}"));
+                assertFalse(second.contains("Msgsec"), "rates are PromQL's rate() of the counters:\n" + second);
+                assertTrue(second.contains("# TYPE gatehouse_rxMsgs_total counter"), second);
+                assertTrue(second.contains("# TYPE gatehouse_msgs_in_queue gauge"), second);
+                assertEquals(1, sample(scrape(mb), "gatehouse_connected{yuno=\"B\",service=\"to_c\",gclass=\"C_PORTAL\"}"));
             } finally {
                 stop.set(true);
                 traffic.join(30_000);

@@ -5,9 +5,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.util.function.LongSupplier;
+
 /**
- * Message counters with rates computed when they are read (seeds/000, DESIGN decision 1), shared by the
- * gclasses that report {@code txMsgs rxMsgs txMsgsec rxMsgsec maxtxMsgsec maxrxMsgsec} (C_CHANNEL, C_IOGATE).
+ * Message rates computed when they are read (seeds/000, DESIGN decision 1), shared by the gclasses that report
+ * {@code txMsgs rxMsgs txMsgsec rxMsgsec maxtxMsgsec maxrxMsgsec} (C_CHANNEL, C_IOGATE). The counts themselves are
+ * the gclass's counter attributes ({@code txMsgs}, {@code rxMsgs}), read through the suppliers it gives: the window
+ * keeps only what a rate needs (when it opened and the counts then, the last rates, the maxima).
  *
  * <p>The rules, exactly:
  * <ul>
@@ -20,7 +24,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  *       window: no message is lost to a rate.</li>
  *   <li>Every reader shares the one window (each sees the rate since the previous reader's closing read).</li>
  * </ul>
- * There is no timer: a gobj nobody reads costs two increments per message.
+ * There is no timer: a gobj nobody reads costs its counter increments per message.
+ *
+ * <p>Readers that poll on their own schedule (Prometheus scrapes, the live page's sampler) read the counter
+ * attributes, never this window, and compute their own rates: they never turn the rate of a person's
+ * {@code stats-yuno} into the average of the poll interval.
  *
  * <p>Not thread-safe: like every gobj state, it lives on the yuno's core thread.
  */
@@ -36,8 +44,8 @@ public final class RateWindow {
     public static final String MAX_RX_MSGSEC = "maxrxMsgsec";
 
     private final GClock clock;
-    private long txMsgs;
-    private long rxMsgs;
+    private final LongSupplier txMsgs;
+    private final LongSupplier rxMsgs;
     private boolean open;
     private long windowStartMs;
     private long windowTx;
@@ -47,23 +55,12 @@ public final class RateWindow {
     private long maxTxMsgsec;
     private long maxRxMsgsec;
 
-    public RateWindow(GClock clock) {
+    /** A window over the counts {@code txMsgs} and {@code rxMsgs} answer (the gclass's counter attributes). */
+    public RateWindow(GClock clock, LongSupplier txMsgs, LongSupplier rxMsgs) {
         this.clock = clock == null ? GClock.SYSTEM : clock;
+        this.txMsgs = txMsgs;
+        this.rxMsgs = rxMsgs;
     }
-
-    // --- Counting (the hot path) ---
-
-    public void incTx() { txMsgs++; }
-
-    public void incRx() { rxMsgs++; }
-
-    public void addTx(long n) { txMsgs += n; }
-
-    public void addRx(long n) { rxMsgs += n; }
-
-    public long txMsgs() { return txMsgs; }
-
-    public long rxMsgs() { return rxMsgs; }
 
     /** The rates as last computed (no read: the window does not move). */
     public long txMsgsec() { return txMsgsec; }
@@ -74,9 +71,11 @@ public final class RateWindow {
 
     public long maxRxMsgsec() { return maxRxMsgsec; }
 
-    /** Zeroes counters, rates and maxima, and closes the window (the next read opens a new one). */
+    /**
+     * Zeroes rates and maxima and closes the window (the next read opens a new one). The counters are the
+     * gclass's: it zeroes them itself, before.
+     */
     public void reset() {
-        txMsgs = rxMsgs = 0;
         open = false;
         windowStartMs = windowTx = windowRx = 0;
         txMsgsec = rxMsgsec = maxTxMsgsec = maxRxMsgsec = 0;
@@ -87,27 +86,29 @@ public final class RateWindow {
     /** Applies the read rules at the clock's current time (see the class comment). */
     public void read() {
         long now = clock.monotonicMillis();
+        long tx = txMsgs.getAsLong();
+        long rx = rxMsgs.getAsLong();
         if (!open) {
             open = true;
             windowStartMs = now;
-            windowTx = txMsgs;
-            windowRx = rxMsgs;
+            windowTx = tx;
+            windowRx = rx;
             return;
         }
         long elapsed = now - windowStartMs;
         if (elapsed < MIN_WINDOW_MS) return;
-        txMsgsec = (txMsgs - windowTx) * 1000 / elapsed;
-        rxMsgsec = (rxMsgs - windowRx) * 1000 / elapsed;
+        txMsgsec = (tx - windowTx) * 1000 / elapsed;
+        rxMsgsec = (rx - windowRx) * 1000 / elapsed;
         if (txMsgsec > maxTxMsgsec) maxTxMsgsec = txMsgsec;
         if (rxMsgsec > maxRxMsgsec) maxRxMsgsec = rxMsgsec;
         windowStartMs = now;
-        windowTx = txMsgs;
-        windowRx = rxMsgs;
+        windowTx = tx;
+        windowRx = rx;
     }
 
     /**
-     * A stats read: {@code "__reset__"} as filter resets first; then {@link #read()}; answers the bare dict
-     * {@code {txMsgs, rxMsgs, txMsgsec, rxMsgsec, maxtxMsgsec, maxrxMsgsec}}.
+     * A stats read: {@code "__reset__"} as filter resets first (the gclass has zeroed its counters); then
+     * {@link #read()}; answers the bare dict {@code {txMsgs, rxMsgs, txMsgsec, rxMsgsec, maxtxMsgsec, maxrxMsgsec}}.
      */
     public ObjectNode readStats(String filter) {
         if ("__reset__".equals(filter)) reset();
@@ -117,8 +118,8 @@ public final class RateWindow {
 
     /** Writes the six keys into {@code out} without reading (the window does not move). */
     public ObjectNode putStats(ObjectNode out) {
-        out.put(TX_MSGS, txMsgs);
-        out.put(RX_MSGS, rxMsgs);
+        out.put(TX_MSGS, txMsgs.getAsLong());
+        out.put(RX_MSGS, rxMsgs.getAsLong());
         out.put(TX_MSGSEC, txMsgsec);
         out.put(RX_MSGSEC, rxMsgsec);
         out.put(MAX_TX_MSGSEC, maxTxMsgsec);
@@ -130,9 +131,10 @@ public final class RateWindow {
 
     /**
      * Everything the window holds, as JSON, for the behaviour of another revision of the gclass that owns it
-     * ({@code GObjBehavior.onExport}): the counters, whether a window is open, when it opened (a time of the yuno's
-     * monotonic clock) and the counters at that moment, the last rates and the maxima. JSON rather than the object,
-     * so that a revision holding its own copy of this class can take it.
+     * ({@code GObjBehavior.onExport}): whether a window is open, when it opened (a time of the yuno's monotonic
+     * clock) and the counters at that moment, the last rates and the maxima (the counters themselves are
+     * attributes, which stay in the gobj). JSON rather than the object, so that a revision holding its own copy of
+     * this class can take it.
      */
     public ObjectNode exportState() {
         ObjectNode s = putStats(JsonNodeFactory.instance.objectNode());
@@ -144,17 +146,16 @@ public final class RateWindow {
     }
 
     /**
-     * Takes what {@link #exportState} gave, on the same clock: the next read closes the window the old behaviour
-     * opened, at the same time and with the same counts, so no message and no millisecond is lost to a rate.
+     * Takes what {@link #exportState} gave, on the same clock and over the same counters: the next read closes the
+     * window the old behaviour opened, at the same time and with the same counts, so no message and no millisecond
+     * is lost to a rate.
      *
      * @throws IllegalArgumentException when {@code s} is not such a state (the upgrade then falls back to a rebuild)
      */
     public void importState(JsonNode s) {
-        if (s == null || !s.isObject() || !s.path(TX_MSGS).isIntegralNumber() || !s.path("open").isBoolean()) {
+        if (s == null || !s.isObject() || !s.path(TX_MSGSEC).isIntegralNumber() || !s.path("open").isBoolean()) {
             throw new IllegalArgumentException("not a rate window state: " + s);
         }
-        txMsgs = s.path(TX_MSGS).asLong();
-        rxMsgs = s.path(RX_MSGS).asLong();
         txMsgsec = s.path(TX_MSGSEC).asLong();
         rxMsgsec = s.path(RX_MSGSEC).asLong();
         maxTxMsgsec = s.path(MAX_TX_MSGSEC).asLong();

@@ -4,7 +4,7 @@
  * The only package every gclass bundle imports.
  */
 @Export
-@Version("1.1.0")
+@Version("1.2.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -47,6 +47,9 @@ public final class Channel implements GObjBehavior {
     // --- Attributes ---
 
     public static final Attr<Boolean> OPENED = Attr.bool("opened", false, AttrFlag.RD, "Channel opened");
+    static final Attr<Long> TX_MSGS = Attr.counter(RateWindow.TX_MSGS, AttrFlag.RSTATS,
+            "Messages sent down (attempts, a refused send too, as in Yuneta)");
+    static final Attr<Long> RX_MSGS = Attr.counter(RateWindow.RX_MSGS, AttrFlag.RSTATS, "Messages received from below");
 
     // --- Trace levels ---
 
@@ -85,7 +88,7 @@ public final class Channel implements GObjBehavior {
 
     public static final GClassSpec<Channel> SPEC = GClassSpec.builder(GClassNames.C_CHANNEL, Channel.class)
             .description("One logical link over a protocol stack: open/closed, message counters and rates")
-            .attrs(OPENED)
+            .attrs(OPENED, TX_MSGS, RX_MSGS)
             .fsm(FSM)
             .traceLevel(TRACE_CONNECTION, "Trace the opening and closing of the channel, with the peer's address")
             .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
@@ -102,7 +105,7 @@ public final class Channel implements GObjBehavior {
 
     private Channel(GObj gobj) {
         this.gobj = gobj;
-        this.msgs = new RateWindow(gobj.yuno().clock());
+        this.msgs = new RateWindow(gobj.yuno().clock(), () -> gobj.readLong(TX_MSGS), () -> gobj.readLong(RX_MSGS));
     }
 
     // --- Framework methods ---
@@ -122,6 +125,10 @@ public final class Channel implements GObjBehavior {
     @Override
     public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
         if (src != null && src == gobj.parent()) {
+            if ("__reset__".equals(filter)) {
+                gobj.setLong(TX_MSGS, 0);
+                gobj.setLong(RX_MSGS, 0);
+            }
             return msgs.readStats(filter);
         }
         GObj bottom = gobj.bottom();
@@ -134,8 +141,8 @@ public final class Channel implements GObjBehavior {
 
     /**
      * A live upgrade: the rate window is all the channel holds besides what core keeps (the FSM state, which is
-     * open or closed, the {@code opened} attribute and the bottom), so the next read of its rates closes the window
-     * the old revision opened, at the same time and with the same counts.
+     * open or closed, the attributes with the counters, and the bottom), so the next read of its rates closes the
+     * window the old revision opened, at the same time and with the same counts.
      */
     @Override
     public ObjectNode onExport() {
@@ -152,9 +159,9 @@ public final class Channel implements GObjBehavior {
         msgs.importState(state.get("msgs"));
     }
 
-    /** The counters and rates as last computed, without reading (the window does not move). */
-    public RateWindow msgs() {
-        return msgs;
+    /** The counters and the rates as last computed, without reading: the window does not move. */
+    ObjectNode lastStats() {
+        return msgs.putStats(Kw.create());
     }
 
     // --- Actions ---
@@ -178,7 +185,7 @@ public final class Channel implements GObjBehavior {
     }
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        msgs.incRx();
+        gobj.inc(RX_MSGS);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw);
         return gobj.publish(event, kw);
     }
@@ -201,7 +208,7 @@ public final class Channel implements GObjBehavior {
             return -1;
         }
         // txMsgs counts attempts, as in Yuneta: a refused send is still counted.
-        msgs.incTx();
+        gobj.inc(TX_MSGS);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + down, kw);
         return bottom.send(down, kw, gobj);
     }
@@ -219,7 +226,7 @@ public final class Channel implements GObjBehavior {
             Kw.release(kw);
             return -1;
         }
-        msgs.incTx();
+        gobj.inc(TX_MSGS);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + iev.asText(), kw);
         return bottom.send(iev.asText(), kw, gobj);
     }

@@ -765,7 +765,7 @@ final class GObjImpl implements GObj {
     }
 
     /** Lets the behaviour set its computed gauges before the attributes are read from outside. */
-    private void syncAttrs() {
+    void syncAttrs() {
         if (behavior == null || destroyed) return;
         try {
             behavior.onReadAttrs();

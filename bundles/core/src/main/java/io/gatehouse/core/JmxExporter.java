@@ -24,10 +24,11 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One MBean per service, {@code io.gatehouse:type=Service,yuno=Y,name=S}, whose read-only attributes are the
- * numbers of the service's stats ({@link ServiceMetrics}: {@code txMsgs}, {@code channels.input-1.rxMsgsec},
- * {@code output-0.msgs_in_queue}, {@code connections}, ...), read on the core thread at each JMX read. The set of
- * MBeans follows the services (a poll every {@value #POLL_MS} ms): a service destroyed by a hot swap loses its
- * MBean until it is built again.
+ * numbers {@code /metrics} exports ({@link ServiceMetrics}), named by the gobj path with dots and the stat:
+ * {@code txMsgs}, {@code input-1.rxMsgs}, {@code output-0.msgs_in_queue}, {@code connections}, ... Counters are
+ * {@code Long}, gauges {@code Double}. Read on the core thread at each JMX read, without calling stats, so a JMX
+ * console polling them moves no read-driven rate window (seeds/000). The set of MBeans follows the services (a
+ * poll every {@value #POLL_MS} ms): a service destroyed by a hot swap loses its MBean until it is built again.
  */
 public final class JmxExporter implements AutoCloseable {
     static final long POLL_MS = 2000;
@@ -123,20 +124,22 @@ public final class JmxExporter implements AutoCloseable {
             this.service = service;
         }
 
-        private Map<String, Double> values() {
+        private Map<String, Object> values() {
             if (runtime.isClosed()) return Map.of();
             return runtime.call(() -> {
-                Map<String, Double> out = new LinkedHashMap<>();
+                Map<String, Object> out = new LinkedHashMap<>();
                 GObj g = runtime.yuno().service(service);
                 if (g == null) return out;
-                for (ServiceMetrics.Sample m : ServiceMetrics.of(g)) out.putIfAbsent(m.path, m.value);
+                for (ServiceMetrics.Sample m : ServiceMetrics.of(g)) {
+                    out.putIfAbsent(m.path(), m.kind == ServiceMetrics.Kind.COUNTER ? (Object) (long) m.value : (Object) m.value);
+                }
                 return out;
             });
         }
 
         @Override
         public Object getAttribute(String attribute) throws AttributeNotFoundException {
-            Double v = values().get(attribute);
+            Object v = values().get(attribute);
             if (v == null) throw new AttributeNotFoundException(attribute + " is not a stat of " + service);
             return v;
         }
@@ -148,7 +151,7 @@ public final class JmxExporter implements AutoCloseable {
 
         @Override
         public AttributeList getAttributes(String[] attributes) {
-            Map<String, Double> v = values();
+            Map<String, Object> v = values();
             AttributeList out = new AttributeList();
             for (String a : attributes) {
                 if (v.containsKey(a)) out.add(new Attribute(a, v.get(a)));
@@ -169,8 +172,9 @@ public final class JmxExporter implements AutoCloseable {
         @Override
         public MBeanInfo getMBeanInfo() {
             List<MBeanAttributeInfo> attrs = new ArrayList<>();
-            for (String a : values().keySet()) {
-                attrs.add(new MBeanAttributeInfo(a, Double.class.getName(), "stat " + a, true, false, false));
+            for (Map.Entry<String, Object> a : values().entrySet()) {
+                attrs.add(new MBeanAttributeInfo(a.getKey(), a.getValue().getClass().getName(), "stat " + a.getKey(),
+                        true, false, false));
             }
             return new MBeanInfo(getClass().getName(), "Stats of the Gatehouse service " + service,
                     attrs.toArray(new MBeanAttributeInfo[0]), null, null, null);

@@ -1,86 +1,136 @@
 package io.gatehouse.core;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
+import io.gatehouse.api.AttrFlag;
+import io.gatehouse.api.AttrType;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Kw;
 
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
- * The numbers of a service, for the metrics endpoint and JMX: its stats data (as {@code stats-yuno} answers it)
- * flattened to numeric samples, plus {@code connections}: the links that are up in its subtree (gobjs of a gclass
- * that declares {@link io.gatehouse.api.GClassSpec#linkUp()}, whatever the gclass). Booleans count as
- * 0/1; strings and lists are left out. Nested dicts become labels: entries of {@code channels} get
- * {@code channel=NAME}, other dicts (the children of a C_MQIOGATE) {@code gobj=NAME}. Core thread only.
+ * The numbers of a service for {@code /metrics}, JMX and the live page, read <b>without calling stats</b>: for
+ * every gobj of the service's subtree, its numeric stats attributes (after {@code onReadAttrs}, so computed gauges
+ * such as a queue's {@code msgs_in_queue} are current). The message counts behind C_CHANNEL's and C_IOGATE's rates
+ * are counter attributes too, so no rate window is read: a reader polling on its own schedule does not move the
+ * read-driven rate windows of seeds/000, and no rate is exported (a rate is {@code rate()} of a counter).
+ *
+ * <p>Kinds come from the spec, not from names: an {@link AttrType#COUNTER} attribute is a counter; other numbers (integers, reals, booleans as 0/1) are gauges. Strings, lists and dicts are left out.
+ * Each sample names the gobj by its backquote path below the service (empty for the service itself, the path
+ * {@code read-attrs service=S gobj=PATH} takes) and its gclass. Plus {@code connections}: the links that are up in
+ * the subtree (gobjs of a gclass that declares {@link io.gatehouse.api.GClassSpec#linkUp()}). Core thread only.
  */
 final class ServiceMetrics {
-    /** One number: its stat name, its labels beyond yuno/service, its JMX attribute name. */
+    enum Kind { COUNTER, GAUGE }
+
+    /** One number of one gobj. */
     static final class Sample {
         final String stat;
-        final Map<String, String> labels;
-        final String path;
+        final Kind kind;
+        /** Backquote path below the service; "" for the service gobj. */
+        final String gobj;
+        final String gclass;
         final double value;
 
-        Sample(String stat, Map<String, String> labels, String path, double value) {
+        Sample(String stat, Kind kind, String gobj, String gclass, double value) {
             this.stat = stat;
-            this.labels = labels;
-            this.path = path;
+            this.kind = kind;
+            this.gobj = gobj;
+            this.gclass = gclass;
             this.value = value;
+        }
+
+        /** The JMX attribute name: the gobj path with dots, then the stat ({@code output-0.msgs_in_queue}). */
+        String path() {
+            return gobj.isEmpty() ? stat : gobj.replace('`', '.') + "." + stat;
         }
     }
 
     /** Bound on the samples of one service (a gate with thousands of channels stays readable). */
     static final int MAX_SAMPLES_PER_SERVICE = 20_000;
+    /** Deeper than any real stack; a guard against a cycle through a bad parent link. */
+    static final int MAX_DEPTH = 32;
 
     private ServiceMetrics() {}
 
     static List<Sample> of(GObj service) {
         List<Sample> out = new ArrayList<>();
-        ObjectNode st = service.stats("", Kw.create(), null);
-        JsonNode data = st != null && st.has("result") && st.has("data") ? st.get("data") : st;
-        if (data != null && data.isObject()) flatten(data, new LinkedHashMap<>(), "", out);
-        out.add(new Sample("connections", Map.of(), "connections", connections(service, 0)));
+        walk(service, "", 0, out);
+        // Unless the service has a "connections" stat of its own: the same series twice would fail the scrape.
+        boolean own = out.stream().anyMatch(s -> s.gobj.isEmpty() && s.stat.equals("connections"));
+        if (!own) out.add(new Sample("connections", Kind.GAUGE, "", service.gclassName(), connections(service)));
         return out;
     }
 
-    static void flatten(JsonNode node, Map<String, String> labels, String path, List<Sample> out) {
-        Iterator<Map.Entry<String, JsonNode>> it = node.fields();
-        while (it.hasNext() && out.size() < MAX_SAMPLES_PER_SERVICE) {
-            Map.Entry<String, JsonNode> e = it.next();
-            String k = e.getKey();
-            JsonNode v = e.getValue();
-            String p = path.isEmpty() ? k : path + "." + k;
-            if (v.isNumber()) {
-                out.add(new Sample(k, labels, p, v.asDouble()));
-            } else if (v.isBoolean()) {
-                out.add(new Sample(k, labels, p, v.asBoolean() ? 1 : 0));
-            } else if (v.isObject()) {
-                if (k.equals("channels")) {
-                    Iterator<Map.Entry<String, JsonNode>> ch = v.fields();
-                    while (ch.hasNext()) {
-                        Map.Entry<String, JsonNode> c = ch.next();
-                        if (!c.getValue().isObject()) continue;
-                        Map<String, String> l = new LinkedHashMap<>(labels);
-                        l.put("channel", c.getKey());
-                        flatten(c.getValue(), l, p + "." + c.getKey(), out);
-                    }
-                } else {
-                    Map<String, String> l = new LinkedHashMap<>(labels);
-                    l.merge("gobj", k, (a, b) -> a + "`" + b);
-                    flatten(v, l, p, out);
-                }
-            }
+    private static void walk(GObj g, String path, int depth, List<Sample> out) {
+        if (depth > MAX_DEPTH || g.isDestroyed()) return;
+        read(g, path, out);
+        Map<String, Integer> seen = new HashMap<>();
+        for (GObj c : g.children()) {
+            if (out.size() >= MAX_SAMPLES_PER_SERVICE) return;
+            walk(c, childPath(path, c, seen), depth + 1, out);
         }
     }
 
+    /**
+     * The path of {@code child} below the service. Siblings with the same name (possible for runtime children)
+     * get {@code #n} after the second one, so every series stays unique; only the first is addressable by name.
+     */
+    static String childPath(String parentPath, GObj child, Map<String, Integer> seen) {
+        String name = child.name();
+        int n = seen.merge(name, 1, Integer::sum);
+        if (n > 1) name = name + "#" + n;
+        return parentPath.isEmpty() ? name : parentPath + "`" + name;
+    }
+
+    /** The numbers of one gobj: its numeric stats attributes. */
+    static void read(GObj g, String path, List<Sample> out) {
+        if (g instanceof GObjImpl) ((GObjImpl) g).syncAttrs();
+        String gclass = g.gclassName();
+        for (Attr<?> a : g.gclass().attrs().values()) {
+            if (!a.is(AttrFlag.STATS) || !a.isNumeric()) continue;
+            Object v = g.read(a);
+            double d = v instanceof Boolean ? (((Boolean) v) ? 1 : 0) : ((Number) v).doubleValue();
+            out.add(new Sample(a.name(), a.type() == AttrType.COUNTER ? Kind.COUNTER : Kind.GAUGE, path, gclass, d));
+        }
+    }
+
+    /**
+     * Message counters of a gobj as {rx, tx}: its {@code rxMsgs}/{@code txMsgs} counter attributes, else the sum of its children's (a C_MQIOGATE: the gates of its queues); null when none of its
+     * subtree counts messages. Never moves a window.
+     */
+    static long[] messageCounters(GObj g, int depth) {
+        if (depth > MAX_DEPTH || g.isDestroyed()) return null;
+        Attr<?> rx = counter(g, "rxMsgs");
+        Attr<?> tx = counter(g, "txMsgs");
+        if (rx != null || tx != null) {
+            return new long[] {rx == null ? 0 : (Long) g.read(rx), tx == null ? 0 : (Long) g.read(tx)};
+        }
+        long[] sum = null;
+        for (GObj c : g.children()) {
+            long[] m = messageCounters(c, depth + 1);
+            if (m == null) continue;
+            if (sum == null) sum = new long[2];
+            sum[0] += m[0];
+            sum[1] += m[1];
+        }
+        return sum;
+    }
+
+    private static Attr<?> counter(GObj g, String name) {
+        Attr<?> a = g.gclass().attr(name);
+        return a != null && a.type() == AttrType.COUNTER ? a : null;
+    }
+
+    static int connections(GObj g) {
+        return connections(g, 0);
+    }
+
     private static int connections(GObj g, int depth) {
-        if (depth > 32) return 0;
+        if (depth > MAX_DEPTH) return 0;
         int n = 0;
         Attr<Boolean> up = g.gclass().linkUp();
         // A protocol over its transport (C_PROT_TCP4H over C_TCP) is one connection, not two.

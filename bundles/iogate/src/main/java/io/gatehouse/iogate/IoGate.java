@@ -64,6 +64,8 @@ public final class IoGate implements GObjBehavior {
 
     public static final Attr<Long> SEND_TYPE = Attr.integer("send_type", SEND_ONE, AttrFlag.RD | AttrFlag.WR,
             "0: one open channel at a time (sticky), 1: every open channel, 2: round robin per message");
+    static final Attr<Long> TX_MSGS = Attr.counter(RateWindow.TX_MSGS, AttrFlag.RSTATS, "Messages sent to channels");
+    static final Attr<Long> RX_MSGS = Attr.counter(RateWindow.RX_MSGS, AttrFlag.RSTATS, "Messages received from channels");
 
     // --- Trace levels ---
 
@@ -102,7 +104,7 @@ public final class IoGate implements GObjBehavior {
 
     public static final GClassSpec<IoGate> SPEC = GClassSpec.builder(GClassNames.C_IOGATE, IoGate.class)
             .description("Routes messages between its channels and the gobjs above: one, all or round robin")
-            .attrs(SEND_TYPE)
+            .attrs(SEND_TYPE, TX_MSGS, RX_MSGS)
             .fsm(FSM)
             .command("view-channels",       "View channels.",           IoGate::cmdViewChannels, PM_CHANNEL_NAME, PM_OPENED)
             .command("enable-channel",      "Enable channels.",         IoGate::cmdEnableChannel, PM_CHANNEL_NAME, PM_OPENED)
@@ -137,7 +139,7 @@ public final class IoGate implements GObjBehavior {
 
     private IoGate(GObj gobj) {
         this.gobj = gobj;
-        this.msgs = new RateWindow(gobj.yuno().clock());
+        this.msgs = new RateWindow(gobj.yuno().clock(), () -> gobj.readLong(TX_MSGS), () -> gobj.readLong(RX_MSGS));
     }
 
     // --- Framework methods ---
@@ -166,6 +168,10 @@ public final class IoGate implements GObjBehavior {
      */
     @Override
     public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
+        if ("__reset__".equals(filter)) {
+            gobj.setLong(TX_MSGS, 0);
+            gobj.setLong(RX_MSGS, 0);
+        }
         ObjectNode data = msgs.readStats(filter);
         ObjectNode channels = data.putObject("channels");
         int i = 0;
@@ -209,9 +215,9 @@ public final class IoGate implements GObjBehavior {
         badSendType.resume(st.path("bad_send_type").asLong(0));
     }
 
-    /** The counters and rates as last computed (no read). */
-    public RateWindow msgs() {
-        return msgs;
+    /** The counters and the rates as last computed, without reading: the window does not move. */
+    ObjectNode lastStats() {
+        return msgs.putStats(Kw.create());
     }
 
     /** Yuneta's local method {@code channels_opened}: counted on request, never kept up to date per event. */
@@ -356,7 +362,7 @@ public final class IoGate implements GObjBehavior {
     // --- Actions ---
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        msgs.incRx();
+        gobj.inc(RX_MSGS);
         putTemp(kw, src);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw, src);
         return gobj.publish(event, kw);
@@ -369,7 +375,7 @@ public final class IoGate implements GObjBehavior {
             Kw.release(kw);
             return -1;
         }
-        msgs.incRx();
+        gobj.inc(RX_MSGS);
         putTemp(kw, src);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + iev.asText(), kw, src);
         return gobj.publish(iev.asText(), kw);
@@ -446,7 +452,7 @@ public final class IoGate implements GObjBehavior {
     private void sendTo(GObj ch, String event, ObjectNode kw) {
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
         if (ch.send(event, kw, gobj) == 0) {
-            msgs.incTx();
+            gobj.inc(TX_MSGS);
             channelTookOne();
         }
     }
@@ -496,7 +502,7 @@ public final class IoGate implements GObjBehavior {
         }
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, open.get(last));
         if (open.get(last).send(event, kw, gobj) == 0) sent++;
-        msgs.addTx(sent);
+        gobj.add(TX_MSGS, sent);
         if (sent > 0) {
             channelTookOne();
         } else if (noChannel.hit()) {

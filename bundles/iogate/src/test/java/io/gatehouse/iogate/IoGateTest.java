@@ -112,7 +112,7 @@ class IoGateTest {
     }
 
     private long gateTx() {
-        return rt.call(() -> ((IoGate) gate.behavior()).msgs().txMsgs());
+        return rt.call(() -> ((IoGate) gate.behavior()).lastStats().get("txMsgs").asLong());
     }
 
     // --- send_type 0 ---

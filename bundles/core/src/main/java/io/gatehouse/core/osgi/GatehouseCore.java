@@ -52,7 +52,7 @@ public class GatehouseCore {
     public static final String PROP_CONTROL_HOST = "gatehouse.control.host";
     public static final String PROP_CONTROL_TOKEN = "gatehouse.control.token";
     public static final int DEFAULT_CONTROL_PORT = 1991;
-    /** Prometheus {@code /metrics} port (default {@value #DEFAULT_METRICS_PORT}; 0 disables it). */
+    /** Prometheus {@code /metrics} and live page port (default {@value #DEFAULT_METRICS_PORT}; 0 disables both). */
     public static final String PROP_METRICS_PORT = "gatehouse.metrics.port";
     public static final String PROP_METRICS_HOST = "gatehouse.metrics.host";
     public static final int DEFAULT_METRICS_PORT = 9464;
@@ -258,11 +258,11 @@ public class GatehouseCore {
         if (port > 0) {
             String host = context.getProperty(PROP_METRICS_HOST);
             host = host == null || host.isEmpty() ? "127.0.0.1" : host;
-            MetricsServer ms = new MetricsServer(rt);
+            MetricsServer ms = new MetricsServer(rt, context.getProperty(PROP_CONTROL_TOKEN));
             try {
                 int bound = ms.start(host, port);
                 metrics = ms;
-                LOG.info("metrics endpoint http://{}:{}/metrics", host, bound);
+                LOG.info("metrics endpoint http://{}:{}/metrics, live view http://{}:{}/", host, bound, host, bound);
             } catch (java.io.IOException e) {
                 Glog.error(null, "Metrics endpoint not started", "error", e.getMessage());
             }
