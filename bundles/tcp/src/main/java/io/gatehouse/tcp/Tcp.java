@@ -185,6 +185,23 @@ public final class Tcp implements GObjBehavior {
             .factory(Tcp::new)
             .build();
 
+    /**
+     * Loads, links and initializes the classes a live upgrade's import runs, so that a new revision does its class
+     * loading when its gclass registers (DS activation, {@link TcpGClass}), not in the handover task: that task is the
+     * pause every gobj of the bundle waits through.
+     */
+    static void preload() {
+        java.lang.invoke.MethodHandles.Lookup lookup = java.lang.invoke.MethodHandles.lookup();
+        for (Class<?> c : new Class<?>[] {TcpHandler.class, HandedState.class, TxBuffer.class, Reconnector.class,
+                Streak.class, TxSink.class, TcpBridge.class, Acceptor.class, TcpS.class, Url.class}) {
+            try {
+                lookup.ensureInitialized(c);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);   // the same package: not thrown
+            }
+        }
+    }
+
     /** The name of the socket's last handler, which a live upgrade replaces with the new revision's. */
     static final String HANDLER = "tcp";
 
