@@ -161,6 +161,9 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
         double pauseMs = -1;
         int migrated = -1;
         String rebuilt = "";
+        /** Sent by the producer, and at the sinks, when the swap was done: a backlog growing shows here. */
+        int sentThen = -1;
+        int deliveredThen = -1;
 
         Swap(String bundle, String how) {
             this.bundle = bundle;
@@ -188,11 +191,11 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     File original = bundleFile(b);
                     Path up = jars.resolve(b + "-up.jar");
                     Path deployed = jars.resolve(b + "-deploy.jar");
-                    swaps.add(updateBundle(bsn, up.toUri().toString(), false, "update-bundle"));
-                    swaps.add(updateBundle(bsn, original.toURI().toString(), true, "rollback"));
-                    swaps.add(dropIntoDeploy(bsn, deployed, deploy));
-                    swaps.add(removeFromDeploy(bsn, deployed, deploy));
-                    swaps.add(frameworkUpdate(bsn, original));
+                    swaps.add(counted(updateBundle(bsn, up.toUri().toString(), false, "update-bundle"), producer, sink0, sink1));
+                    swaps.add(counted(updateBundle(bsn, original.toURI().toString(), true, "rollback"), producer, sink0, sink1));
+                    swaps.add(counted(dropIntoDeploy(bsn, deployed, deploy), producer, sink0, sink1));
+                    swaps.add(counted(removeFromDeploy(bsn, deployed, deploy), producer, sink0, sink1));
+                    swaps.add(counted(frameworkUpdate(bsn, original), producer, sink0, sink1));
                     Thread.sleep(200);
                 }
                 producer.stop();
@@ -209,12 +212,13 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     sent, RATE, producer.acked(), producer.duplicateAcks(), producer.nacks(), producer.lostConnections(),
                     sink0.distinct(), sink1.distinct(), sink0.duplicates() + sink1.duplicates(),
                     sink0.connectionsAccepted(), sink1.connectionsAccepted()));
-                report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  rebuilt\n");
+                report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  sent, at sinks then  rebuilt\n");
                 for (Swap s : swaps) {
                     double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
                         sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
-                    report.append(String.format("  %-10s %-14s %9.0f %6d %9.2f %28.1f  %s%n", s.bundle, s.how,
-                        (s.endNanos - s.startNanos) / 1e6, s.migrated, s.pauseMs, gap, s.rebuilt));
+                    report.append(String.format("  %-10s %-14s %9.0f %6d %9.2f %28.1f  %9d %9d  %s%n", s.bundle, s.how,
+                        (s.endNanos - s.startNanos) / 1e6, s.migrated, s.pauseMs, gap, s.sentThen, s.deliveredThen,
+                        s.rebuilt));
                 }
                 System.out.print(report);
 
@@ -230,7 +234,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 }
                 if (lost > 0) {
                     report.append(String.format("  missing: %d, ids %d..%d%n", lost, firstLost, lastLost));
-                    for (String out : new String[] {"output-0", "output-1"}) {
+                    for (String out : new String[] {"__output_side__"}) {
                         report.append("  ").append(out).append(": ").append(cmd("stats-yuno service=" + out)).append('\n');
                     }
                     System.out.print(report);
@@ -245,6 +249,12 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 }
             }
         }
+    }
+
+    private static Swap counted(Swap s, PacedProducer producer, AckingSink sink0, AckingSink sink1) {
+        s.sentThen = producer.sent();
+        s.deliveredThen = sink0.distinct() + sink1.distinct();
+        return s;
     }
 
     private Swap updateBundle(String bsn, String url, boolean rollback, String how) {
