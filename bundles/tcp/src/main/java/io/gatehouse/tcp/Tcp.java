@@ -342,7 +342,13 @@ public final class Tcp implements GObjBehavior {
                     + " writes in flight between the loops belong to the old revision");
         }
         ObjectNode s = Kw.create();
-        if (ch != null) Kw.putRef(s, "channel", ch);
+        Channel c = ch;
+        if (c != null) Kw.putRef(s, "channel", c);
+        // Let go of the socket before the last flush: the room that flush makes is for the new revision. Were this
+        // behaviour to take it (its writability callback drains the queue and says EV_TX_READY), the layers above
+        // would pump their backlog, message by message, into the socket inside the handover task: the pause would
+        // grow with the backlog (seconds under load).
+        ch = null;
         s.set("tx", tx.exportState());
         s.set("connector", connector.exportState());
         if (listener != null) Kw.putRef(s, "listener", listener.gobj());
@@ -357,7 +363,6 @@ public final class Tcp implements GObjBehavior {
         s.put("last_cause", lastCause);
         s.put("last_activity_ms", lastActivityMs);
         s.set("dropped_while_down", droppedWhileDown.exportState());
-        ch = null;
         tx.detach();
         return s;
     }
@@ -408,6 +413,13 @@ public final class Tcp implements GObjBehavior {
         long due = state.path("timer_due_ms").asLong(-1);
         if (due >= 0) setTimerAt(gobj.inState(St.ST_CONNECTED) ? due + suspendedMs : due);
         updateAutoRead();
+        if (c != null) {
+            // Room the old revision's last flush made is reported to nobody (it had let go of the socket): the queue
+            // drains, and an owed EV_TX_READY is said, in the next task, outside the pause.
+            loop.execute(() -> {
+                if (ch == c && tx.writable()) drainTx();
+            });
+        }
         if (c == null && listener == null && gobj.isRunning() && gobj.inState(St.ST_WAIT_CONNECTED)) {
             connector.connect();   // the old revision was resolving the host name
         }

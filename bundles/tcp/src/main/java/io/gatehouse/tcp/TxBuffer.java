@@ -149,15 +149,14 @@ final class TxBuffer {
 
     /**
      * For a live upgrade: what was written goes to the socket now (so the flush task this buffer may have scheduled
-     * finds nothing), then the queue (its buffers by reference, in order), whether EV_TX_READY is owed and the
-     * drop_oldest streak go into the state. The buffer holds nothing afterwards.
+     * finds nothing; the caller no longer holds the socket, so the room this makes drains nothing), then the queue
+     * (its buffers by reference, in order), whether EV_TX_READY is owed and the drop_oldest streak go into the
+     * state. The buffer holds nothing afterwards.
      */
     ObjectNode exportState() {
-        // A flush can make room at once, and Netty then says so at once: the queue drains into the socket from
-        // within the flush, and what that wrote needs a flush of its own.
-        do {
-            flush();
-        } while (unflushed());
+        // Tcp let go of the socket first: the room this flush makes drains nothing here (the new revision drains the
+        // queue after the handover), so one flush leaves nothing unflushed.
+        flush();
         ObjectNode s = Kw.create();
         ArrayNode q = s.putArray("queue");
         for (ByteBuf b; (b = queue.poll()) != null; ) q.addPOJO(b);
