@@ -14,8 +14,13 @@ final class ControlLink {
     private ControlLink() {}
 
     static String command(int port, String line) throws IOException {
+        return command(port, line, 10_000);
+    }
+
+    /** The command's answer, waited for up to {@code timeoutMs}. */
+    static String command(int port, String line, int timeoutMs) throws IOException {
         try (Socket s = new Socket("127.0.0.1", port)) {
-            s.setSoTimeout(10_000);
+            s.setSoTimeout(timeoutMs);
             DataOutputStream out = new DataOutputStream(s.getOutputStream());
             String escaped = line.replace("\\", "\\\\").replace("\"", "\\\"");
             byte[] b = ("{\"command\": \"" + escaped + "\"}").getBytes(StandardCharsets.UTF_8);

@@ -13,9 +13,9 @@ import io.netty.channel.Channel;
 import io.netty.util.ReferenceCounted;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -132,11 +132,17 @@ final class Handover {
 
     /**
      * What an exported state references and no behaviour took: buffers released, sockets closed, handles closed.
-     * Walks the state's dicts and lists.
+     * Walks the state's dicts and lists. References are told apart by identity: two buffers of equal bytes (a tx
+     * queue of equal messages) are equal as JSON nodes, and each must be released.
      */
     static void releaseRefs(JsonNode n) {
+        releaseRefs(n, Collections.newSetFromMap(new IdentityHashMap<>()));
+    }
+
+    private static void releaseRefs(JsonNode n, Set<Object> done) {
         if (n instanceof POJONode) {
             Object o = ((POJONode) n).getPojo();
+            if (o == null || !done.add(o)) return;
             try {
                 if (o instanceof ReferenceCounted) {
                     ReferenceCounted r = (ReferenceCounted) o;
@@ -152,9 +158,9 @@ final class Handover {
             return;
         }
         if (n != null && n.isContainerNode()) {
-            Set<JsonNode> seen = new LinkedHashSet<>();
-            n.elements().forEachRemaining(seen::add);
-            for (JsonNode c : seen) releaseRefs(c);
+            List<JsonNode> elements = new ArrayList<>(n.size());
+            n.elements().forEachRemaining(elements::add);
+            for (JsonNode c : elements) releaseRefs(c, done);
         }
     }
 }

@@ -260,6 +260,17 @@ class HandoverTest {
     }
 
     @Test
+    void shouldReleaseEveryBufferOfARefusedStateThoughTheirBytesAreEqual() {
+        ByteBuf a = Unpooled.buffer().writeInt(7);
+        ByteBuf b = Unpooled.buffer().writeInt(7);
+        ObjectNode state = Kw.create();
+        state.putArray("queue").addPOJO(a).addPOJO(b).addPOJO(a);
+        Handover.releaseRefs(state);
+        assertEquals(0, a.refCnt(), "equal as JSON nodes, two buffers all the same");
+        assertEquals(0, b.refCnt());
+    }
+
+    @Test
     void shouldLeaveGobjsAlreadyOnTheRevisionAlone() {
         start();
         rt.gclassArrived(V2);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
@@ -22,6 +24,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * The client side of a C_TCP (one with a {@code url}): opens the connection, and after a failed attempt or a lost
@@ -128,6 +131,48 @@ final class Reconnector {
         long wait = backoff > 0 ? backoff : base;
         backoff = max > base ? Math.min(wait * 2, max) : base;
         tcp.setTimer(wait);
+    }
+
+    /**
+     * For a live upgrade: the wait before the next attempt and the client TLS context (a JDK context: nothing in it to
+     * release, so a state nobody takes leaves it to the garbage collector). A host name being resolved for an attempt
+     * is given up here (its answer no longer matches {@link #attempt}); the new revision resolves it again.
+     */
+    ObjectNode exportState() {
+        attempt++;
+        ObjectNode s = Kw.create().put("backoff_ms", backoff);
+        if (tls != null) Kw.putRef(s, "tls", tls);
+        return s;
+    }
+
+    /** Takes over a state {@link #exportState} gave; the url is read again (quietly: it was said at start). */
+    void importState(JsonNode s) {
+        backoff = s == null ? gobj.readLong(Tcp.TIMEOUT_BETWEEN_CONNECTIONS)
+                : s.path("backoff_ms").asLong(gobj.readLong(Tcp.TIMEOUT_BETWEEN_CONNECTIONS));
+        tls = s == null ? null : Kw.ref(s, "tls", SslContext.class);
+        String u = gobj.read(Tcp.URL);
+        try {
+            url = u == null || u.isEmpty() ? null : Url.parse(u);
+        } catch (IllegalArgumentException e) {
+            url = null;
+        }
+    }
+
+    /**
+     * A live upgrade took {@code c} over while it connects. The listener the old revision put on the connect went with
+     * that revision, so a failed attempt (refused, or {@code timeout_connect}: Netty closes the socket either way) is
+     * seen from the close of a socket that never came up.
+     */
+    void watchConnect(Channel c) {
+        c.closeFuture().addListener((ChannelFutureListener) f -> {
+            try {
+                gobj.yuno().execute(() -> {
+                    if (tcp.holds(c) && gobj.inState(St.ST_WAIT_CONNECTED)) failed(c, new IOException("connect failed"));
+                });
+            } catch (RejectedExecutionException e) {
+                // the yuno stopped: nobody waits for this attempt
+            }
+        });
     }
 
     /** The socket's read buffers: {@code rx_buffer_size} to start with, adapted by Netty between 64 B and 64 KiB. */

@@ -29,6 +29,7 @@ import io.netty.handler.ssl.SslHandler;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
@@ -163,6 +164,9 @@ public final class Tcp implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<Tcp> SPEC = GClassSpec.builder(GCLASS, Tcp.class)
             .description("TCP transport (client or server side of one connection), TLS optional")
             .attrs(CLISRV, URL, USE_SSL, CRYPTO, CONNECTED, SECURE_CONNECTED, SCHEMA, NO_TX_READY_EVENT, MAX_TX_QUEUE,
@@ -178,8 +182,29 @@ public final class Tcp implements GObjBehavior {
             .acceptUnusedYunetaKeys("ytls", "fd_clisrv", "fd_listen", "jwt", "cert_pem", "skip_cert_cn",
                     "user_data", "user_data2")
             .linkUp(CONNECTED)
+            .stateVersion(STATE_VERSION)
             .factory(Tcp::new)
             .build();
+
+    /**
+     * Loads, links and initializes the classes a live upgrade's import runs, so that a new revision does its class
+     * loading when its gclass registers (DS activation, {@link TcpGClass}), not in the handover task: that task is the
+     * pause every gobj of the bundle waits through.
+     */
+    static void preload() {
+        java.lang.invoke.MethodHandles.Lookup lookup = java.lang.invoke.MethodHandles.lookup();
+        for (Class<?> c : new Class<?>[] {TcpHandler.class, HandedState.class, TxBuffer.class, Reconnector.class,
+                Streak.class, TxSink.class, TcpBridge.class, Acceptor.class, TcpS.class, Url.class}) {
+            try {
+                lookup.ensureInitialized(c);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);   // the same package: not thrown
+            }
+        }
+    }
+
+    /** The name of the socket's last handler, which a live upgrade replaces with the new revision's. */
+    static final String HANDLER = "tcp";
 
     // --- Private data ---
 
@@ -196,13 +221,18 @@ public final class Tcp implements GObjBehavior {
     /** The TLS context C_TCP_S serves its sockets with; null on a plain listener or a client. */
     private SslContext serverTls;
     private Cancellable timer = Cancellable.NONE;
+    /** When {@link #timer} falls due, on the yuno's clock (ms); -1 when none is armed. Handed over in a live upgrade. */
+    private long timerDueMs = -1;
+    /** When a live upgrade suspended this gobj (the yuno's clock, ms); -1 when it is not suspended. */
+    private long suspendedAtMs = -1;
     private boolean everConnected;
     /** The inactivity model closed the connection: it reconnects on demand, not after a wait. */
     private boolean idleClose;
     private String lastCause = "";
     /** The last read or write, on the yuno's clock (ms), for the inactivity model. */
     private long lastActivityMs;
-    private final InputThreshold inputThreshold = new InputThreshold();
+    /** Not final: a live upgrade hands the object itself (an api type) to the new revision. */
+    private InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
     /** EV_TX_DATA dropped because there was no connection, since the last one. */
     private final Streak droppedWhileDown = new Streak();
@@ -287,6 +317,115 @@ public final class Tcp implements GObjBehavior {
         gobj.setLong(CUR_TX_QUEUE, tx.size());
     }
 
+    /**
+     * A {@code Bundle.update()} of this bundle began: the socket stops reading and the timer stops (its deadline is
+     * kept for the new revision), so that nothing arrives by itself until the new revision takes over.
+     */
+    @Override
+    public void onSuspend() {
+        suspendedAtMs = nowMs();
+        timer.cancel();
+        timer = Cancellable.NONE;
+        updateAutoRead();
+    }
+
+    /**
+     * A live upgrade: the socket (the new revision puts its own handler in this one's place in the pipeline), the tx
+     * queue, the reconnect state, the timer's deadline, the input threshold (the api object itself) and the rest of
+     * the connection's bookkeeping. This behaviour then holds no socket, so whatever its handler or its listeners
+     * still report is ignored. Refused for a socket on a worker loop (io_threads &gt; 0): reads and writes in flight
+     * between the loops belong to this revision's WorkerLink and its tasks, so core rebuilds the service instead.
+     */
+    @Override
+    public ObjectNode onExport() {
+        if (link != null) {
+            throw new IllegalStateException("C_TCP on a worker loop (io_threads > 0) is not handed over: its reads and"
+                    + " writes in flight between the loops belong to the old revision");
+        }
+        ObjectNode s = Kw.create();
+        Channel c = ch;
+        if (c != null) Kw.putRef(s, "channel", c);
+        // Let go of the socket before the last flush: the room that flush makes is for the new revision. Were this
+        // behaviour to take it (its writability callback drains the queue and says EV_TX_READY), the layers above
+        // would pump their backlog, message by message, into the socket inside the handover task: the pause would
+        // grow with the backlog (seconds under load).
+        ch = null;
+        s.set("tx", tx.exportState());
+        s.set("connector", connector.exportState());
+        if (listener != null) Kw.putRef(s, "listener", listener.gobj());
+        // A JDK context (see Tls): nothing in it to release, so a state nobody takes leaves it to the garbage collector.
+        if (serverTls != null) Kw.putRef(s, "server_tls", serverTls);
+        Kw.putRef(s, "input_threshold", inputThreshold);
+        s.put("paused_by_upper", pausedByUpper);
+        s.put("timer_due_ms", timerDueMs);
+        s.put("suspended_at_ms", suspendedAtMs);
+        s.put("ever_connected", everConnected);
+        s.put("idle_close", idleClose);
+        s.put("last_cause", lastCause);
+        s.put("last_activity_ms", lastActivityMs);
+        s.set("dropped_while_down", Kw.create().put("count", droppedWhileDown.count()));
+        tx.detach();
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}, checked whole before anything is taken (a refused state stays whole for
+     * core to release): this revision's handler replaces the old one under the same name, reading goes on as the
+     * threshold and the upper layer say, the timer is armed again at its deadline. A connect under way is watched
+     * from the socket's close; a host name being resolved is resolved again. The time a {@code Bundle.update()} kept
+     * the gobj suspended does not count as inactivity.
+     */
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_TCP takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        Channel c = HandedState.ref(state, "channel", Channel.class);
+        if (c != null && (!c.isRegistered() || c.eventLoop() != loop || c.pipeline().context(HANDLER) == null)) {
+            throw new IllegalArgumentException("the socket is not on the core loop with a C_TCP handler");
+        }
+        List<ByteBuf> queued = TxBuffer.queueOf(state.get("tx"));
+        GObj listenerGobj = HandedState.ref(state, "listener", GObj.class);
+        if (listenerGobj != null && !(listenerGobj.behavior() instanceof TcpS)) {
+            throw new IllegalArgumentException("its C_TCP_S runs another revision");
+        }
+        InputThreshold threshold = HandedState.ref(state, "input_threshold", InputThreshold.class);
+
+        listener = listenerGobj == null ? null : (TcpS) listenerGobj.behavior();
+        serverTls = HandedState.ref(state, "server_tls", SslContext.class);
+        if (threshold != null) inputThreshold = threshold;
+        pausedByUpper = state.path("paused_by_upper").asBoolean(false);
+        everConnected = state.path("ever_connected").asBoolean(false);
+        idleClose = state.path("idle_close").asBoolean(false);
+        lastCause = state.path("last_cause").asText("");
+        long suspendedMs = state.path("suspended_at_ms").asLong(-1) < 0 ? 0
+                : Math.max(0, nowMs() - state.path("suspended_at_ms").asLong());
+        lastActivityMs = state.path("last_activity_ms").asLong(0) + suspendedMs;
+        droppedWhileDown.resume(state.path("dropped_while_down").path("count").asLong(0), nowMs());
+        connector.importState(state.get("connector"));
+        tx.importState(state.get("tx"), queued);
+        if (c != null) {
+            takeSocket(c, null);
+            TcpHandler h = new TcpHandler(this, gobj.yuno());
+            if (c.isActive()) h.connectionReported();
+            c.pipeline().replace(HANDLER, HANDLER, h);
+            if (listener == null && gobj.inState(St.ST_WAIT_CONNECTED)) connector.watchConnect(c);
+        }
+        long due = state.path("timer_due_ms").asLong(-1);
+        if (due >= 0) setTimerAt(gobj.inState(St.ST_CONNECTED) ? due + suspendedMs : due);
+        updateAutoRead();
+        if (c != null) {
+            // Room the old revision's last flush made is reported to nobody (it had let go of the socket): the queue
+            // drains, and an owed EV_TX_READY is said, in the next task, outside the pause.
+            loop.execute(() -> {
+                if (ch == c && tx.writable()) drainTx();
+            });
+        }
+        if (c == null && listener == null && gobj.isRunning() && gobj.inState(St.ST_WAIT_CONNECTED)) {
+            connector.connect();   // the old revision was resolving the host name
+        }
+    }
+
     // --- Actions ---
 
     private int acConnect(String event, ObjectNode kw, GObj src) {
@@ -338,6 +477,8 @@ public final class Tcp implements GObjBehavior {
 
     private int acTimeoutInactivity(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
+        timer = Cancellable.NONE;   // it fired
+        timerDueMs = -1;
         long timeout = gobj.readLong(TIMEOUT_INACTIVITY);
         if (!inactivityModel()) return 0;
         long idleMs = nowMs() - lastActivityMs;
@@ -548,13 +689,12 @@ public final class Tcp implements GObjBehavior {
             SslHandler h = host == null ? ctx.newHandler(c.alloc()) : ctx.newHandler(c.alloc(), host, port);
             c.pipeline().addLast("ssl", h);
         }
-        c.pipeline().addLast("tcp", l != null ? l : new TcpHandler(this, gobj.yuno()));
+        c.pipeline().addLast(HANDLER, l != null ? l : new TcpHandler(this, gobj.yuno()));
     }
 
     /** Arms the gobj's one timer: the reconnect wait in ST_DISCONNECTED, the inactivity timer in ST_CONNECTED. */
     void setTimer(long ms) {
-        timer.cancel();
-        timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
+        setTimerAt(nowMs() + ms);
     }
 
     /** TxBuffer handed a buffer to the socket: traffic, for the inactivity model. */
@@ -721,7 +861,7 @@ public final class Tcp implements GObjBehavior {
     private void updateAutoRead() {
         Channel c = ch;
         if (c == null) return;
-        boolean read = !inputThreshold.isBlocked() && !pausedByUpper;
+        boolean read = suspendedAtMs < 0 && !inputThreshold.isBlocked() && !pausedByUpper;
         if (read && link != null && link.holding()) {
             // Reads held across the hop go up first; reading again before they are gone would let a worker
             // read a burst per resume while the consumer takes only up to its threshold: memory without bound.
@@ -736,6 +876,15 @@ public final class Tcp implements GObjBehavior {
     private void clearTimer() {
         timer.cancel();
         timer = Cancellable.NONE;
+        timerDueMs = -1;
+    }
+
+    /** The timer at {@code dueMs}; while suspended only the deadline is kept, for the revision that takes over. */
+    private void setTimerAt(long dueMs) {
+        timer.cancel();
+        timerDueMs = dueMs;
+        timer = suspendedAtMs >= 0 ? Cancellable.NONE
+                : gobj.setTimeout(Math.max(0, dueMs - nowMs()), Ev.EV_TIMEOUT, null);
     }
 
     /** The inactivity model is on: a client that closes after timeout_inactivity and reconnects on demand. */

@@ -21,6 +21,14 @@ abstract class TcpBridge extends ChannelInboundHandlerAdapter {
         this.tcp = tcp;
     }
 
+    /**
+     * This handler takes the place of another revision's on a socket that is up (a live upgrade): the connection
+     * was reported already, so adding this handler reports nothing.
+     */
+    void connectionReported() {
+        activeSeen = true;
+    }
+
     /** Makes {@code call} on the core loop, after whatever the socket delivered before it. */
     abstract void toCore(Channel c, Runnable call);
 

@@ -10,5 +10,6 @@ import org.osgi.service.component.annotations.Component;
 public final class TcpGClass extends GClassComponent {
     public TcpGClass() {
         super(Tcp.SPEC);
+        Tcp.preload();
     }
 }

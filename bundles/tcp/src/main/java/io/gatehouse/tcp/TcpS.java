@@ -2,6 +2,7 @@
 package io.gatehouse.tcp;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
@@ -18,10 +19,9 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.Streak;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
-import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.ssl.SslContext;
@@ -101,10 +101,13 @@ public final class TcpS implements GObjBehavior {
         .state(St.ST_IDLE)
             .enteredByAction()
             .ignore(Ev.EV_STOPPED)
-            .on(Ev.EV_TIMEOUT,       TcpS::acRefusalsQuiet)
+            .on(Ev.EV_TIMEOUT,       TcpS::acTimeout)
         .build();
 
     // --- Spec ---
+
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
 
     public static final GClassSpec<TcpS> SPEC = GClassSpec.builder(GCLASS, TcpS.class)
             .description("TCP/TLS listener: binds accepted connections to C_CHANNEL siblings (or creates them)")
@@ -117,6 +120,7 @@ public final class TcpS implements GObjBehavior {
             .traceLevel(TRACE_LISTEN, "Log the listening url at info level (debug otherwise)")
             .acceptUnusedYunetaKeys("shared", "use_dups", "only_allowed_ips", "trace_tls", "exitOnError",
                     "user_data", "user_data2")
+            .stateVersion(STATE_VERSION)
             .factory(TcpS::new)
             .build();
 
@@ -125,6 +129,12 @@ public final class TcpS implements GObjBehavior {
     private static final long EXPIRY_WARNING_DAYS = 30;
     /** A flood of connections not accepted is over once none was refused for this long (ms). */
     static final long REFUSALS_QUIET_MS = 5_000;
+    /** After an accept error (too many open files), accepting pauses this long (ms), as Netty's own acceptor does. */
+    static final long ACCEPT_ERROR_PAUSE_MS = 1_000;
+    /** The key of the EV_TIMEOUT kw that says which of the two timers fired. */
+    private static final String TIMER = "timer";
+    private static final String TIMER_QUIET = "refusals_quiet";
+    private static final String TIMER_ACCEPT_PAUSE = "accept_pause";
 
     private enum Mode { CHANNELS, LEGACY, DYNAMIC }
 
@@ -147,6 +157,18 @@ public final class TcpS implements GObjBehavior {
     private long lastRefusedMs;
     /** Runs while a flood of refusals may still be going on, to say when it is over. */
     private Cancellable quietTimer = Cancellable.NONE;
+    /** When {@link #quietTimer} falls due (the yuno's clock, ms); -1 when it does not run. Handed over in a live upgrade. */
+    private long quietDueMs = -1;
+    /** Accepting is paused after an accept error until then (the yuno's clock, ms); -1 when it is not. */
+    private long acceptPausedUntilMs = -1;
+    private Cancellable acceptPauseTimer = Cancellable.NONE;
+    /** A live upgrade suspended this gobj: no accepting, no waiting socket handed out, until the new revision. */
+    private boolean suspended;
+    /**
+     * Takes a waiting socket that closed out of {@link #pending}. One object for all of them, so that a live upgrade
+     * can take it off the sockets it hands over (the new revision puts its own on).
+     */
+    private final ChannelFutureListener pendingClosed = this::waitingSocketClosed;
 
     TcpS(GObj gobj) {
         this.gobj = gobj;
@@ -158,8 +180,7 @@ public final class TcpS implements GObjBehavior {
     public int onStart() {
         Url url = listenUrl();
         if (url == null || !makeTls(url)) return -1;
-        mode = gobj.read(CHANNEL_TEMPLATE) instanceof ObjectNode ? Mode.DYNAMIC
-                : gobj.read(CHILD_TREE_FILTER) instanceof ObjectNode ? Mode.LEGACY : Mode.CHANNELS;
+        mode = modeOf(gobj);
         ServerSocketChannel socket = bind(url);
         if (socket == null) return -1;
         if (mode != Mode.DYNAMIC && bindChannels() == 0) {
@@ -194,6 +215,102 @@ public final class TcpS implements GObjBehavior {
         closeServer();
     }
 
+    /**
+     * A {@code Bundle.update()} of this bundle began: accepting stops (connects wait in the kernel backlog, none is
+     * refused), waiting sockets stay where they are, and the timers stop with their deadlines kept for the new
+     * revision.
+     */
+    @Override
+    public void onSuspend() {
+        suspended = true;
+        quietTimer.cancel();
+        quietTimer = Cancellable.NONE;
+        acceptPauseTimer.cancel();
+        acceptPauseTimer = Cancellable.NONE;
+        updateAccepting();
+    }
+
+    /**
+     * A live upgrade: the listening socket itself (bound, registered, so no connect is refused while the revision
+     * changes; the new revision puts its own {@link Acceptor} in this one's place), the sockets waiting for a free
+     * channel, the bound clisrvs and dynamic subtrees (as gobjs: their behaviours change revision too), the TLS
+     * context and certificate in use, the refusal streak and the timers' deadlines. This behaviour then holds none of
+     * them.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        if (server != null) Kw.putRef(s, "server", server);
+        ArrayNode waiting = s.putArray("pending");
+        for (Channel c : pending) {
+            c.closeFuture().removeListener(pendingClosed);
+            waiting.addPOJO(c);
+        }
+        ArrayNode clisrvs = s.putArray("bound");
+        for (Tcp t : bound) clisrvs.addPOJO(t.gobj());
+        ArrayNode tops = s.putArray("dynamic");
+        dynamicTops.forEach((t, top) -> {
+            ObjectNode e = tops.addObject();
+            Kw.putRef(e, "clisrv", t.gobj());
+            Kw.putRef(e, "top", top);
+        });
+        s.put("created", created);
+        // A JDK context (see Tls): nothing in it to release, so a state nobody takes leaves it to the garbage collector.
+        if (sslCtx != null) Kw.putRef(s, "ssl_context", sslCtx);
+        if (servedCert != null) Kw.putRef(s, "served_cert", servedCert);
+        s.set("refused", Kw.create().put("count", refused.count()));
+        s.put("last_refused_ms", lastRefusedMs);
+        s.put("quiet_due_ms", quietDueMs);
+        s.put("accept_paused_until_ms", acceptPausedUntilMs);
+        server = null;
+        pending.clear();
+        bound.clear();
+        dynamicTops.clear();
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}, checked whole before anything is taken: this revision's acceptor replaces
+     * the old one on the listening socket, the timers are armed again at their deadlines. The clisrvs take their own
+     * states in this same task, perhaps after this one, so waiting sockets go to free channels, and accepting
+     * resumes, in the next task.
+     */
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_TCP_S takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        Channel srv = HandedState.ref(state, "server", Channel.class);
+        if (srv != null && srv.pipeline().context(Acceptor.NAME) == null) {
+            throw new IllegalArgumentException("the listening socket has no acceptor");
+        }
+        List<Channel> waiting = HandedState.refs(state, "pending", Channel.class);
+        List<Tcp> clisrvs = new ArrayList<>();
+        for (GObj g : HandedState.refs(state, "bound", GObj.class)) clisrvs.add(clisrvOf(g));
+        Map<Tcp, GObj> tops = new IdentityHashMap<>();
+        for (JsonNode e : HandedState.list(state, "dynamic")) {
+            tops.put(clisrvOf(HandedState.ref(e, "clisrv", GObj.class)), HandedState.ref(e, "top", GObj.class));
+        }
+
+        mode = modeOf(gobj);
+        server = srv;
+        pending.addAll(waiting);
+        bound.addAll(clisrvs);
+        dynamicTops.putAll(tops);
+        created = state.path("created").asInt(0);
+        sslCtx = HandedState.ref(state, "ssl_context", SslContext.class);
+        servedCert = HandedState.ref(state, "served_cert", X509Certificate.class);
+        refused.resume(state.path("refused").path("count").asLong(0), state.path("last_refused_ms").asLong(0));
+        lastRefusedMs = state.path("last_refused_ms").asLong(0);
+        for (Channel c : pending) c.closeFuture().addListener(pendingClosed);
+        if (server != null) server.pipeline().replace(Acceptor.NAME, Acceptor.NAME, new Acceptor(this));
+        long quietDue = state.path("quiet_due_ms").asLong(-1);
+        if (quietDue >= 0) armQuietTimer(quietDue);
+        long pausedUntil = state.path("accept_paused_until_ms").asLong(-1);
+        if (pausedUntil >= 0) pauseAccepting(pausedUntil);
+        if (server != null) gobj.yuno().eventLoop().execute(this::acceptAgain);
+    }
+
     @Override
     public void onWriting(String attr) {
         // Not listening, or listening in plain TCP: the next start reads crypto anyway. A crypto that cannot serve
@@ -221,15 +338,27 @@ public final class TcpS implements GObjBehavior {
 
     // --- Actions ---
 
-    /** The quiet timer: the flood of refused connections is over once none came for {@link #REFUSALS_QUIET_MS}. */
-    private int acRefusalsQuiet(String event, ObjectNode kw, GObj src) {
+    /**
+     * One of the two timers (the kw says which). The quiet timer: the flood of refused connections is over once none
+     * came for {@link #REFUSALS_QUIET_MS}. The accept pause: accepting resumes after an accept error.
+     */
+    private int acTimeout(String event, ObjectNode kw, GObj src) {
+        String which = Kw.getString(kw, TIMER, "");
         Kw.release(kw);
-        long quiet = gobj.yuno().clock().monotonicMillis() - lastRefusedMs;
-        if (quiet < REFUSALS_QUIET_MS) {
-            quietTimer = gobj.setTimeout(REFUSALS_QUIET_MS - quiet, Ev.EV_TIMEOUT, null);
+        if (TIMER_ACCEPT_PAUSE.equals(which)) {
+            acceptPauseTimer = Cancellable.NONE;
+            acceptPausedUntilMs = -1;
+            updateAccepting();
             return 0;
         }
         quietTimer = Cancellable.NONE;
+        quietDueMs = -1;
+        long now = gobj.yuno().clock().monotonicMillis();
+        long quiet = now - lastRefusedMs;
+        if (quiet < REFUSALS_QUIET_MS) {
+            armQuietTimer(now + REFUSALS_QUIET_MS - quiet);
+            return 0;
+        }
         endRefusals();
         return 0;
     }
@@ -238,9 +367,12 @@ public final class TcpS implements GObjBehavior {
 
     // Called by the server-side C_TCPs this listener binds.
 
-    /** A bound clisrv is free: give it a waiting socket, or resume accepting. */
+    /**
+     * A bound clisrv is free: give it a waiting socket, or resume accepting. Not while suspended: the revision that
+     * takes over does it ({@link #acceptAgain}).
+     */
     void clisrvFree(Tcp t) {
-        if (mode == Mode.DYNAMIC) return;
+        if (mode == Mode.DYNAMIC || suspended) return;
         while (!pending.isEmpty() && t.isFree()) {
             Channel c = pending.poll();
             if (c.isActive()) {
@@ -249,9 +381,7 @@ public final class TcpS implements GObjBehavior {
             }
             connxs(-1);
         }
-        if (server != null && pending.isEmpty() && !server.config().isAutoRead()) {
-            server.config().setAutoRead(true);
-        }
+        updateAccepting();
     }
 
     /** A clisrv connection closed. */
@@ -273,7 +403,105 @@ public final class TcpS implements GObjBehavior {
         }
     }
 
+    GObj gobj() {
+        return gobj;
+    }
+
+    /** The listening socket, or null (tests fire an accept error on it). */
+    Channel listening() {
+        return server;
+    }
+
+    // Called by the Acceptor, on the core loop.
+
+    /**
+     * A connection was accepted: it gets its options and its loop (the yuno's io group, the core loop itself with
+     * io_threads 0), unread, and is bound at once; on a worker loop, Tcp's first task for it runs after the
+     * registration there.
+     */
+    void accepted(Channel child) {
+        child.config().setOption(ChannelOption.TCP_NODELAY, true);
+        child.config().setAutoRead(false);
+        ChannelFuture registered;
+        try {
+            registered = gobj.yuno().ioGroup().next().register(child);
+        } catch (RuntimeException e) {
+            child.unsafe().closeForcibly();
+            return;
+        }
+        if (registered.isDone() && !registered.isSuccess()) {
+            child.unsafe().closeForcibly();
+            return;
+        }
+        // A worker loop that stops refuses the registration later: the socket is closed, Tcp sees it go.
+        registered.addListener((ChannelFutureListener) f -> {
+            if (!f.isSuccess()) child.unsafe().closeForcibly();
+        });
+        onAccepted(child);
+    }
+
+    /** Accepting failed (too many open files): said, and paused for {@link #ACCEPT_ERROR_PAUSE_MS}, as Netty's does. */
+    void acceptFailed(Throwable cause) {
+        if (server == null || acceptPausedUntilMs >= 0) return;
+        Glog.warn(gobj, "TCP_S: Accept failed, accepting pauses", "url", gobj.read(URL), "error", String.valueOf(cause),
+                "pause_ms", ACCEPT_ERROR_PAUSE_MS);
+        pauseAccepting(gobj.yuno().clock().monotonicMillis() + ACCEPT_ERROR_PAUSE_MS);
+    }
+
     // This listener's own steps.
+
+    /** On the socket's loop: a socket that waited for a free channel closed. */
+    private void waitingSocketClosed(ChannelFuture f) {
+        Channel c = f.channel();
+        try {
+            gobj.yuno().execute(() -> {
+                if (pending.remove(c)) connxs(-1);
+            });
+        } catch (RejectedExecutionException e) {
+            // the yuno stopped
+        }
+    }
+
+    private static Mode modeOf(GObj g) {
+        return g.read(CHANNEL_TEMPLATE) instanceof ObjectNode ? Mode.DYNAMIC
+                : g.read(CHILD_TREE_FILTER) instanceof ObjectNode ? Mode.LEGACY : Mode.CHANNELS;
+    }
+
+    /** Accepting runs unless suspended, paused after an accept error, or while a socket waits for a free channel. */
+    private void updateAccepting() {
+        if (server == null) return;
+        boolean accept = !suspended && acceptPausedUntilMs < 0 && pending.isEmpty();
+        if (server.config().isAutoRead() != accept) server.config().setAutoRead(accept);
+    }
+
+    /** After a live upgrade: free channels take the sockets that waited, and accepting resumes. */
+    private void acceptAgain() {
+        if (server == null) return;   // stopped, or handed over again, meanwhile
+        for (Tcp t : new ArrayList<>(bound)) {
+            if (pending.isEmpty()) break;
+            if (t.isFree()) clisrvFree(t);
+        }
+        updateAccepting();
+    }
+
+    private void pauseAccepting(long untilMs) {
+        acceptPausedUntilMs = untilMs;
+        acceptPauseTimer.cancel();
+        acceptPauseTimer = timerAt(untilMs, TIMER_ACCEPT_PAUSE);
+        updateAccepting();
+    }
+
+    private void armQuietTimer(long dueMs) {
+        quietDueMs = dueMs;
+        quietTimer.cancel();
+        quietTimer = timerAt(dueMs, TIMER_QUIET);
+    }
+
+    /** One of the two timers, due at {@code dueMs}: its EV_TIMEOUT says {@code which}. */
+    private Cancellable timerAt(long dueMs, String which) {
+        return gobj.setTimeout(Math.max(0, dueMs - gobj.yuno().clock().monotonicMillis()), Ev.EV_TIMEOUT,
+                Kw.create().put(TIMER, which));
+    }
 
     /** The {@code url} to listen on, or null (said) when it does not parse or has no port. */
     private Url listenUrl() {
@@ -338,27 +566,10 @@ public final class TcpS implements GObjBehavior {
      * unread, until a clisrv takes them.
      */
     private Channel listen(ServerSocketChannel socket) {
-        ServerBootstrap sb = new ServerBootstrap()
-                .group(gobj.yuno().eventLoop(), gobj.yuno().ioGroup())
-                .channelFactory(() -> new NioServerSocketChannel(socket))
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.AUTO_READ, false)
-                .childHandler(new ChannelInitializer<Channel>() {
-                    @Override
-                    protected void initChannel(Channel c) {
-                        if (gobj.yuno().inCoreThread()) {
-                            onAccepted(c);
-                            return;
-                        }
-                        // Registered on a worker loop (io_threads > 0): the binding is gobj work, for the core loop.
-                        try {
-                            gobj.yuno().execute(() -> onAccepted(c));
-                        } catch (RejectedExecutionException e) {
-                            c.close();
-                        }
-                    }
-                });
-        return sb.register().channel();
+        Channel c = new NioServerSocketChannel(socket);
+        c.pipeline().addLast(Acceptor.NAME, new Acceptor(this));
+        gobj.yuno().eventLoop().register(c);   // from the core thread: registered, and accepting, when this returns
+        return c;
     }
 
     private void closeServer() {
@@ -369,6 +580,10 @@ public final class TcpS implements GObjBehavior {
         for (Channel c; (c = pending.poll()) != null; ) c.close();
         quietTimer.cancel();
         quietTimer = Cancellable.NONE;
+        quietDueMs = -1;
+        acceptPauseTimer.cancel();
+        acceptPauseTimer = Cancellable.NONE;
+        acceptPausedUntilMs = -1;
         endRefusals();
     }
 
@@ -378,7 +593,7 @@ public final class TcpS implements GObjBehavior {
      */
     private boolean refusing() {
         lastRefusedMs = gobj.yuno().clock().monotonicMillis();
-        if (quietTimer == Cancellable.NONE) quietTimer = gobj.setTimeout(REFUSALS_QUIET_MS, Ev.EV_TIMEOUT, null);
+        if (quietDueMs < 0) armQuietTimer(lastRefusedMs + REFUSALS_QUIET_MS);
         return refused.hit(lastRefusedMs);
     }
 
@@ -517,10 +732,8 @@ public final class TcpS implements GObjBehavior {
                 }
                 // All channels busy: keep it unread until one frees, and stop accepting meanwhile.
                 pending.add(c);
-                c.closeFuture().addListener((ChannelFutureListener) f -> gobj.yuno().execute(() -> {
-                    if (pending.remove(c)) connxs(-1);
-                }));
-                server.config().setAutoRead(false);
+                c.closeFuture().addListener(pendingClosed);
+                updateAccepting();
             }
         }
     }
@@ -580,4 +793,11 @@ public final class TcpS implements GObjBehavior {
     private void connxs(int d) {
         gobj.setLong(CONNXS, Math.max(0, gobj.readLong(CONNXS) + d));
     }
+
+    /** The clisrv behind a gobj of a state, which must run this revision's C_TCP by now. */
+    private static Tcp clisrvOf(GObj g) {
+        if (g == null || !(g.behavior() instanceof Tcp)) throw new IllegalArgumentException("a clisrv runs another revision");
+        return (Tcp) g.behavior();
+    }
+
 }

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
@@ -9,6 +13,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 
 import java.util.ArrayDeque;
+import java.util.List;
 
 /**
  * What a C_TCP sends: each EV_TX_DATA buffer is written at once while the socket takes it, else queued in arrival
@@ -141,6 +146,43 @@ final class TxBuffer {
     /** True when something was written and not flushed yet. */
     boolean unflushed() {
         return unflushedMsgs > 0;
+    }
+
+    /**
+     * For a live upgrade: what was written goes to the socket now (so the flush task this buffer may have scheduled
+     * finds nothing; the caller no longer holds the socket, so the room this makes drains nothing), then the queue
+     * (its buffers by reference, in order), whether EV_TX_READY is owed and the drop_oldest streak go into the
+     * state. The buffer holds nothing afterwards.
+     */
+    ObjectNode exportState() {
+        // Tcp let go of the socket first: the room this flush makes drains nothing here (the new revision drains the
+        // queue after the handover), so one flush leaves nothing unflushed.
+        flush();
+        ObjectNode s = Kw.create();
+        ArrayNode q = s.putArray("queue");
+        for (ByteBuf b; (b = queue.poll()) != null; ) q.addPOJO(b);
+        queuedBytes = 0;
+        s.put("owes_ready", owesReady);
+        s.set("thrown_away", Kw.create().put("count", thrownAway.count()));
+        return s;
+    }
+
+    /**
+     * The queue of a state {@link #exportState} gave, checked and not yet taken, so that the caller can refuse the
+     * whole state before it takes anything: IllegalArgumentException when it is not a list of buffers.
+     */
+    static List<ByteBuf> queueOf(JsonNode s) {
+        return HandedState.refs(s, "queue", ByteBuf.class);
+    }
+
+    /** Takes over a state {@link #exportState} gave, with its queue as {@link #queueOf} read it. */
+    void importState(JsonNode s, List<ByteBuf> q) {
+        for (ByteBuf b : q) {
+            queue.add(b);
+            queuedBytes += b.readableBytes();
+        }
+        owesReady = s != null && s.path("owes_ready").asBoolean(false);
+        thrownAway.resume(s == null ? 0 : s.path("thrown_away").path("count").asLong(0), gobj.yuno().clock().monotonicMillis());
     }
 
     private void write(ByteBuf buf) {

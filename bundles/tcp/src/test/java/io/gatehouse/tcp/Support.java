@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GClock;
+import io.gatehouse.api.Kw;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.Recorder;
+import io.gatehouse.testkit.Revision;
 import io.gatehouse.testkit.StubChannel;
+import io.gatehouse.testkit.TestCerts;
+
+import java.io.IOException;
+import java.net.Socket;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * The yunos and configs of this bundle's tests: C_TCP and C_TCP_S under the stand-ins of {@link TestGClasses} and the
@@ -33,6 +43,19 @@ final class Support {
         return YunoRuntime.builder().name("t").ioThreads(ioThreads).clock(clock).gclass(specs()).config(config).build();
     }
 
+    /** The next revision of the bundle: both gclasses at once, as the tracker hands a bundle's gclasses over. */
+    static List<GClassSpec<?>> nextRevision() {
+        return List.of(Revision.next(Tcp.SPEC), Revision.next(TcpS.SPEC));
+    }
+
+    /** Upgrades {@code rt} to {@link #nextRevision} and checks it was live: {@code gobjs} handed over, nothing rebuilt. */
+    static ObjectNode upgradeLive(YunoRuntime rt, int gobjs) {
+        ObjectNode report = rt.gclassesArrived(nextRevision());
+        assertEquals(gobjs, report.path("gobjs_migrated").asInt(), report.toString());
+        assertEquals(0, report.path("rebuilt").size(), report.toString());
+        return report;
+    }
+
     /** Starts {@code rt} and its C_TCP service {@code cli} (a manual-start gclass), recording what cli publishes. */
     static Recorder startClient(YunoRuntime rt) {
         Recorder rec = Recorder.create(rt, "rec");
@@ -55,6 +78,41 @@ final class Support {
                 + "{\"name\":\"out\",\"gclass\":\"C_TEST_FRAMER\",\"children\":["
                 + "{\"name\":\"out\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + port + "\""
                 + (tcpKw == null ? "" : "," + tcpKw) + "}}]}]}]}]}";
+    }
+
+    /** {@link #serverConfig} on a TLS listener ({@code tcps://}) serving {@code certs}. */
+    static String tlsServerConfig(int port, int channels, TestCerts certs) {
+        String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":"
+                + json(certs.keyPem) + "}";
+        return serverConfig(port, channels, crypto).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
+    }
+
+    /** {@link #clientConfig} over TLS ({@code tcp4hs://}), trusting {@code trustedPem}, reconnecting after 300 ms. */
+    static String tlsClientConfig(int port, String trustedPem) {
+        return clientConfig(port, "\"crypto\":{\"ssl_trusted_certificate\":" + json(trustedPem) + "},"
+                + "\"timeout_between_connections\":300").replace("tcp://127.0.0.1:", "tcp4hs://127.0.0.1:");
+    }
+
+    private static String json(String s) {
+        return Kw.MAPPER.valueToTree(s).toString();
+    }
+
+    /** What a listener in legacy mode says when it closes a connection beyond its channels. */
+    static final String LEGACY_REFUSED = "TCP_S: Connection not accepted: no free child tree found";
+
+    /** {@link #serverConfig} with the listener in legacy mode: connections beyond the channels are closed. */
+    static String legacyServerConfig(int port, int channels) {
+        return serverConfig(port, channels, "\"child_tree_filter\":{\"kw\":{\"__gclass_name__\":\"C_CHANNEL\"}}");
+    }
+
+    /** Connects {@code n} times to a listener that must close each connection at once (legacy mode, channels busy). */
+    static void refused(int port, int n) throws IOException {
+        for (int i = 0; i < n; i++) {
+            try (Socket b = new Socket("127.0.0.1", port)) {
+                b.setSoTimeout(5000);
+                assertEquals(-1, b.getInputStream().read(), "closed at once");
+            }
+        }
     }
 
     /** Server side: a gate {@code in} with a listener and {@code channels} channels over the test framer. */

@@ -294,24 +294,22 @@ class TcpLoopbackTest {
         }
     }
 
-    @Test
-    void shouldCloseConnectionsBeyondTheChannelsInLegacyModeSayingItOncePerFlood() throws Exception {
+    /** With {@code upgradeMidFlood}, a live upgrade comes after the third: the new revision goes on with the streak. */
+    @ParameterizedTest(name = "live upgrade mid-flood: {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldCloseConnectionsBeyondTheChannelsInLegacyModeSayingItOncePerFlood(boolean upgradeMidFlood) throws Exception {
         int port = Ports.free();
         ManualClock clock = new ManualClock();
-        String refusedMsg = "TCP_S: Connection not accepted: no free child tree found";
+        String refusedMsg = Support.LEGACY_REFUSED;
         try (LogCapture logs = new LogCapture();
-             YunoRuntime srv = Support.runtime(Support.serverConfig(port, 1,
-                     "\"child_tree_filter\":{\"kw\":{\"__gclass_name__\":\"C_CHANNEL\"}}"), 0, clock)) {
+             YunoRuntime srv = Support.runtime(Support.legacyServerConfig(port, 1), 0, clock)) {
             Recorder rec = record(srv, "in");
             srv.start();
             try (Socket a = new Socket("127.0.0.1", port)) {
                 assertNotNull(rec.await(Ev.EV_ON_OPEN, 5000));
-                for (int i = 0; i < 5; i++) {
-                    try (Socket b = new Socket("127.0.0.1", port)) {
-                        b.setSoTimeout(5000);
-                        assertEquals(-1, b.getInputStream().read());
-                    }
-                }
+                Support.refused(port, 3);
+                if (upgradeMidFlood) Support.upgradeLive(srv, 2);
+                Support.refused(port, 2);
                 assertEquals(1, rec.count(Ev.EV_ON_OPEN));
                 assertEquals(1, logs.count(refusedMsg), "said when the flood starts: " + logs.with(refusedMsg));
                 assertEquals(1L, ((Number) logs.with(refusedMsg).get(0).fields.get("refused")).longValue());

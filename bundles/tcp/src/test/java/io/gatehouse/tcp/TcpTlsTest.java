@@ -39,18 +39,12 @@ class TcpTlsTest {
         other = TestCerts.generate("someone-else");
     }
 
-    private static String json(String s) {
-        return Kw.MAPPER.valueToTree(s).toString();
-    }
-
     private static String serverCfg(int port) {
-        String crypto = "\"crypto\":{\"ssl_certificate\":" + json(certs.certPem) + ",\"ssl_certificate_key\":" + json(certs.keyPem) + "}";
-        return Support.serverConfig(port, 1, crypto).replace("tcp://127.0.0.1:", "tcps://127.0.0.1:");
+        return Support.tlsServerConfig(port, 1, certs);
     }
 
     private static String clientCfg(int port, String trusted) {
-        return Support.clientConfig(port, "\"crypto\":{\"ssl_trusted_certificate\":" + json(trusted) + "},"
-                + "\"timeout_between_connections\":300").replace("tcp://127.0.0.1:", "tcp4hs://127.0.0.1:");
+        return Support.tlsClientConfig(port, trusted);
     }
 
     @ParameterizedTest(name = "io_threads {0}")

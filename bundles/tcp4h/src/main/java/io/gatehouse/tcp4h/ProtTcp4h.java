@@ -2,7 +2,9 @@
 package io.gatehouse.tcp4h;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.POJONode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
 import io.gatehouse.api.AttrType;
@@ -23,6 +25,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * C_PROT_TCP4H: 4-byte big-endian length-prefixed messages over a transport bottom (a C_TCP; with {@code url} and
@@ -119,6 +123,9 @@ public final class ProtTcp4h implements GObjBehavior {
 
     // --- Spec ---
 
+    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
+    static final int STATE_VERSION = 1;
+
     public static final GClassSpec<ProtTcp4h> SPEC = GClassSpec.builder(GCLASS, ProtTcp4h.class)
             .description("4-byte big-endian length-prefixed messages (header = payload length + 4)")
             .attrs(URL, MAX_PKT_SIZE, IAM_SERVER, TIMEOUT_PAYLOAD, TIMEOUT_HEADER, TIMEOUT_CLOSE,
@@ -128,6 +135,7 @@ public final class ProtTcp4h implements GObjBehavior {
             // timeout_handshake: TCP4H has no handshake (Yuneta's dead ST_WAIT_HANDSHAKE is not kept)
             .acceptUnusedYunetaKeys("cert_pem", "timeout_handshake", "user_data", "user_data2")
             .linkUp(CONNECTED)
+            .stateVersion(STATE_VERSION)
             .factory(ProtTcp4h::new)
             .build();
 
@@ -142,11 +150,16 @@ public final class ProtTcp4h implements GObjBehavior {
     /** Reads (or their rest) waiting while the input is blocked, in arrival order. */
     private final ArrayDeque<ByteBuf> held = new ArrayDeque<>();
     private Cancellable timer = Cancellable.NONE;
+    /** When {@link #timer} falls due, on the yuno's clock (ms); -1 when none is armed. Handed over in a live upgrade. */
+    private long timerDueMs = -1;
+    /** When a live upgrade suspended this gobj (the yuno's clock, ms); -1 when it is not suspended. */
+    private long suspendedAtMs = -1;
     /** The timer is the payload timer (see {@link #armPayloadTimer}). */
     private boolean payloadTimerArmed;
     /** When the last bytes of an incomplete payload came, on the yuno's clock (ms). */
     private long lastPayloadReadMs;
-    private final InputThreshold inputThreshold = new InputThreshold();
+    /** Not final: a live upgrade hands the object itself (an api type) to the new revision. */
+    private InputThreshold inputThreshold = new InputThreshold();
     private boolean pausedByUpper;
     private boolean bottomPaused;
     /** A complete frame arrived since the connection opened. */
@@ -202,6 +215,83 @@ public final class ProtTcp4h implements GObjBehavior {
         clearTimer();
         framer.reset();
         releaseHeld();
+    }
+
+    /**
+     * A {@code Bundle.update()} of this bundle began: the timer stops (its deadline is kept) and the bottom stops
+     * reading, so that reads do not pile up in core's held events while the new revision is not there; TCP
+     * backpressure holds the peer meanwhile.
+     */
+    @Override
+    public void onSuspend() {
+        suspendedAtMs = nowMs();
+        timer.cancel();
+        timer = Cancellable.NONE;
+        if (!gobj.inState(St.ST_DISCONNECTED) && !bottomPaused) {
+            bottomPaused = true;
+            tellBottom(true);
+        }
+    }
+
+    /**
+     * A live upgrade: the framer's place in the stream (a header or a payload partly received, the gathered bytes
+     * by reference), the reads held while the input is blocked, the input threshold (the api object itself), the
+     * timer's deadline and the guards' clocks. The output side holds nothing: each EV_SEND_MESSAGE goes down at once.
+     * This behaviour then holds no buffer.
+     */
+    @Override
+    public ObjectNode onExport() {
+        ObjectNode s = Kw.create();
+        s.set("framer", framer.exportState());
+        ArrayNode reads = s.putArray("held");
+        for (ByteBuf b; (b = held.poll()) != null; ) reads.addPOJO(b);
+        Kw.putRef(s, "input_threshold", inputThreshold);
+        s.put("paused_by_upper", pausedByUpper);
+        s.put("bottom_paused", bottomPaused);
+        s.put("any_frame", anyFrame);
+        s.put("header_guard_since_ms", headerGuardSinceMs);
+        s.put("last_payload_read_ms", lastPayloadReadMs);
+        s.put("timer_due_ms", timerDueMs);
+        s.put("payload_timer_armed", payloadTimerArmed);
+        s.put("suspended_at_ms", suspendedAtMs);
+        return s;
+    }
+
+    /**
+     * Takes the state of {@link #onExport}, checked whole before anything is taken, and goes on mid-frame. The time
+     * a {@code Bundle.update()} kept the gobj suspended does not count against the peer (its bytes were not read
+     * meanwhile): the payload and header timers and the timer's deadline move by it. A bottom paused for the upgrade
+     * reads again, unless the input is blocked.
+     */
+    @Override
+    public void onImport(ObjectNode state, int stateVersion) {
+        if (stateVersion != STATE_VERSION) {
+            throw new IllegalArgumentException("C_PROT_TCP4H takes state version " + STATE_VERSION + ", not " + stateVersion);
+        }
+        List<ByteBuf> reads = buffersIn(state.get("held"));
+        InputThreshold threshold = Kw.ref(state, "input_threshold", InputThreshold.class);
+        if (threshold == null && state.hasNonNull("input_threshold")) {
+            throw new IllegalArgumentException("input_threshold is not an InputThreshold");
+        }
+        JsonNode framerState = state.get("framer");
+        if (framerState != null) framer.importState(framerState);
+
+        held.addAll(reads);
+        if (threshold != null) inputThreshold = threshold;
+        long suspendedMs = state.path("suspended_at_ms").asLong(-1) < 0 ? 0
+                : Math.max(0, nowMs() - state.path("suspended_at_ms").asLong());
+        pausedByUpper = state.path("paused_by_upper").asBoolean(false);
+        bottomPaused = state.path("bottom_paused").asBoolean(false);
+        anyFrame = state.path("any_frame").asBoolean(false);
+        long guardSince = state.path("header_guard_since_ms").asLong(-1);
+        headerGuardSinceMs = guardSince < 0 ? -1 : guardSince + suspendedMs;
+        lastPayloadReadMs = state.path("last_payload_read_ms").asLong(0) + suspendedMs;
+        long due = state.path("timer_due_ms").asLong(-1);
+        if (due >= 0) {
+            setTimer(Math.max(0, due + suspendedMs - nowMs()));
+            payloadTimerArmed = state.path("payload_timer_armed").asBoolean(false);
+        }
+        if (!gobj.inState(St.ST_DISCONNECTED)) updateBottomPause();
     }
 
     // --- Actions ---
@@ -290,7 +380,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {
-        payloadTimerArmed = false;
+        timerFired();
         long timeout = gobj.readLong(TIMEOUT_PAYLOAD);
         long quietMs = nowMs() - lastPayloadReadMs;
         if (framer.inPayload() && quietMs < timeout) {
@@ -305,7 +395,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acTimeoutHeader(String event, ObjectNode kw, GObj src) {
-        payloadTimerArmed = false;   // a payload timer that outlived its payload lands here
+        timerFired();   // a payload timer that outlived its payload lands here too
         long t = gobj.readLong(TIMEOUT_HEADER);
         if (t <= 0 || headerGuardSinceMs < 0 || inputBlocked()) {
             return 0; // a stale timer: the guard does not run now
@@ -325,6 +415,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private int acTimeoutWaitDisconnected(String event, ObjectNode kw, GObj src) {
+        timerFired();
         Glog.warn(gobj, "Timeout waiting disconnected", "msgset", "protocol_error");
         dropBottom();
         return 0;
@@ -384,12 +475,21 @@ public final class ProtTcp4h implements GObjBehavior {
     private void clearTimer() {
         timer.cancel();
         timer = Cancellable.NONE;
+        timerDueMs = -1;
         payloadTimerArmed = false;
     }
 
     private void setTimer(long ms) {
         timer.cancel();
         timer = gobj.setTimeout(ms, Ev.EV_TIMEOUT, null);
+        timerDueMs = nowMs() + ms;
+        payloadTimerArmed = false;
+    }
+
+    /** The timer's EV_TIMEOUT came: no timer is armed any more. */
+    private void timerFired() {
+        timer = Cancellable.NONE;
+        timerDueMs = -1;
         payloadTimerArmed = false;
     }
 
@@ -501,10 +601,27 @@ public final class ProtTcp4h implements GObjBehavior {
         gobj.set(INPUT_BLOCKED, want);
         if (want == bottomPaused) return;
         bottomPaused = want;
+        tellBottom(want);
+    }
+
+    private void tellBottom(boolean pause) {
         GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
-            bottom.send(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
+        if (bottom != null && bottom.acceptsEvent(pause ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
+            bottom.send(pause ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
         }
+    }
+
+    /** The buffers of a list of a state, checked: IllegalArgumentException when it holds anything else. */
+    private static List<ByteBuf> buffersIn(JsonNode list) {
+        List<ByteBuf> out = new ArrayList<>();
+        if (list == null) return out;
+        if (!list.isArray()) throw new IllegalArgumentException("held is not a list");
+        for (JsonNode n : list) {
+            Object b = n instanceof POJONode ? ((POJONode) n).getPojo() : null;
+            if (!(b instanceof ByteBuf)) throw new IllegalArgumentException("held holds something other than a buffer");
+            out.add((ByteBuf) b);
+        }
+        return out;
     }
 
     private void protocolError() {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.tcp4h;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.POJONode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 
@@ -157,6 +161,54 @@ public final class Tcp4hFramer {
     /** Bytes of payload gathered so far and held by the framer. */
     public int heldBytes() {
         return partial == null ? 0 : partial.readableBytes();
+    }
+
+    /**
+     * For a live upgrade: where the framer is in the stream (part of a header, or a header and part of its payload,
+     * the gathered bytes by reference), so that another revision's framer goes on mid-frame. This framer is then
+     * empty, and releases nothing of what it gave.
+     */
+    public ObjectNode exportState() {
+        ObjectNode s = JsonNodeFactory.instance.objectNode();
+        s.put("header", header);
+        s.put("header_bytes", headerBytes);
+        s.put("payload_length", payloadLength);
+        s.put("error", error.name());
+        s.put("bad_header", badHeader);
+        if (partial != null) s.putPOJO("partial", partial);
+        partial = null;
+        reset();
+        return s;
+    }
+
+    /**
+     * Goes on from where another framer stopped ({@link #exportState}). IllegalArgumentException when the state is not
+     * one a framer can be in; nothing is taken then.
+     */
+    public void importState(JsonNode s) {
+        int hb = s.path("header_bytes").asInt(0);
+        int pl = s.path("payload_length").asInt(-1);
+        Error e = Error.valueOf(s.path("error").asText(Error.NONE.name()));
+        JsonNode pn = s.get("partial");
+        ByteBuf p = null;
+        if (pn != null && !pn.isNull()) {
+            if (!(pn instanceof POJONode) || !(((POJONode) pn).getPojo() instanceof ByteBuf)) {
+                throw new IllegalArgumentException("the gathered payload is not a buffer");
+            }
+            p = (ByteBuf) ((POJONode) pn).getPojo();
+        }
+        if (hb < 0 || hb >= HEADER_SIZE || pl < -1 || (pl >= 0 && hb != 0)
+                || (p != null && (pl < 0 || p.readableBytes() >= pl))) {
+            throw new IllegalArgumentException("not a framer state: header_bytes " + hb + ", payload_length " + pl
+                    + ", gathered " + (p == null ? 0 : p.readableBytes()));
+        }
+        reset();
+        header = s.path("header").asInt(0);
+        headerBytes = hb;
+        payloadLength = pl;
+        partial = p;
+        error = e;
+        badHeader = s.path("bad_header").asLong(0);
     }
 
     /** Back to "waiting for a header", releasing a payload being gathered and clearing the error. */

@@ -9,6 +9,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
+import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.StubChannel;
 
@@ -67,6 +68,12 @@ final class Loopback {
 
     static void send(YunoRuntime rt, String channel, ObjectNode kw) {
         rt.run(() -> rt.service("in").child(channel).send(Ev.EV_SEND_MESSAGE, kw, null));
+    }
+
+    /** How long until the next timer of the yuno falls due (-1: none); the core loop's current task is let finish first. */
+    static long dueIn(YunoRuntime rt, ManualClock clock) {
+        rt.run(() -> { });
+        return clock.nextDue() < 0 ? -1 : clock.nextDue() - clock.monotonicMillis();
     }
 
     /** True when the peer closed within {@code ms} (a read answers -1), false when it is still open. */

@@ -48,14 +48,18 @@ import java.util.jar.Manifest;
  * installed and started beside the old one (the slow part: download, resolve, activate, class loading, while the
  * old revision keeps serving), and once it has registered its gclasses every gobj moves to it in one core-loop
  * task. The old revision stays installed, idle, so taking the new one away again is a rollback. Where the
- * container has a {@code deploy/} directory the jar is put there too, so the upgrade survives a restart (FileInstall
- * and this command install it under the same location, so it is installed once).
+ * container has a {@code deploy/} directory the jar is put there too, so the upgrade survives a restart; where
+ * FileInstall watches that directory it installs the jar (it knows bundles by name, version and its own checksums,
+ * and would update a bundle installed here beside its jar moments later), else this command does.
  */
 final class BundleCommands {
     private static final Logger LOG = LoggerFactory.getLogger("gatehouse.core");
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
     /** Longest wait for a started revision to register its gclasses and take over. */
     private static final long TAKE_OVER_TIMEOUT_MS = 60_000;
+    /** Longest wait for FileInstall to install a jar put into deploy/, and again to start it. */
+    private static final long FILE_INSTALL_TIMEOUT_MS = 30_000;
+    private static final String FILE_INSTALL_BSN = "org.apache.felix.fileinstall";
 
     private final BundleContext context;
     private final GClassTracker tracker;
@@ -211,6 +215,9 @@ final class BundleCommands {
         };
         feed.watchReports(watch);
         Bundle installed = null;
+        // This command's own bundle (installed here, or by FileInstall for it): the one a failure undoes. A revision
+        // that was installed already (a rollback to the original) is never uninstalled.
+        boolean ours = false;
         Path deployed = null;
         try {
             if (cmp < 0) retireHigher(bsn, version);
@@ -218,24 +225,35 @@ final class BundleCommands {
             if (existing != null) {
                 installed = existing;
             } else {
-                String location;
+                ours = true;
                 if (deployDir != null) {
                     deployed = deployDir.resolve(bsn + "-" + version + ".jar");
                     Path tmp = deployDir.resolve("." + bsn + "-" + version + ".jar.part");
                     Files.copy(jar, tmp, StandardCopyOption.REPLACE_EXISTING);
                     Files.move(tmp, deployed, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                    location = deployed.toUri().normalize().toString();
-                } else {
-                    location = "gatehouse:update:" + bsn + ":" + version;
                 }
-                try (InputStream in = Files.newInputStream(jar)) {
-                    installed = context.installBundle(location, in);
+                if (deployed != null && fileInstallWatches()) {
+                    // FileInstall knows bundles by name and version, and its own checksums: a bundle installed here
+                    // beside its jar in deploy/ would be updated by it (stopped, updated, refreshed, started) moments
+                    // later, under the gobjs and the next command. It installs the jar, then.
+                    installed = awaitFileInstall(bsn, version);
+                    if (installed == null) {
+                        LOG.warn("update-bundle {}: FileInstall did not install {} within {} ms: installing it here",
+                                bsn, deployed, FILE_INSTALL_TIMEOUT_MS);
+                    }
+                }
+                if (installed == null) {
+                    String location = deployed != null ? deployed.toFile().toURI().normalize().toString()
+                            : "gatehouse:update:" + bsn + ":" + version;
+                    try (InputStream in = Files.newInputStream(jar)) {
+                        installed = context.installBundle(location, in);
+                    }
                 }
             }
             try {
                 installed.start();
             } catch (BundleException e) {
-                undo(installed, deployed);
+                if (ours) undo(installed, deployed);
                 return Envelope.error(bsn + " " + version + " does not start, " + old + " keeps serving: " + e.getMessage());
             }
             if (gclasses.isEmpty()) {
@@ -243,22 +261,81 @@ final class BundleCommands {
             }
             ObjectNode report = reports.poll(TAKE_OVER_TIMEOUT_MS, TimeUnit.MILLISECONDS);
             if (report == null) {
-                undo(installed, deployed);
+                if (ours) undo(installed, deployed);
                 return Envelope.error(bsn + " " + version + " started but did not register " + gclasses + " within "
-                        + TAKE_OVER_TIMEOUT_MS + " ms: uninstalled, " + old + " keeps serving");
+                        + TAKE_OVER_TIMEOUT_MS + " ms: " + (ours ? "uninstalled, " + old + " keeps serving"
+                        : "it stays installed"));
             }
             ObjectNode data = versions(bsn, old, version);
             data.setAll(report);
             LOG.info("update-bundle {}: {} -> {}: {}", bsn, old, version, report);
             return Envelope.ok(bsn + " " + old + " -> " + version, data);
         } catch (IOException | BundleException | IllegalStateException e) {
-            if (installed != null) undo(installed, deployed);
+            if (ours) undo(installed, deployed);
             return Envelope.error("cannot install " + bsn + " " + version + ": " + e.getMessage());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            if (ours) undo(installed, deployed);
             return Envelope.error("interrupted");
         } finally {
             feed.unwatchReports(watch);
+        }
+    }
+
+    /**
+     * FileInstall runs and watches {@link #deployDir}: its bundle is active, and {@code felix.fileinstall.dir}, when
+     * it is a framework property (the Felix runtime, the tests; Karaf configures it otherwise), names that directory.
+     */
+    private boolean fileInstallWatches() {
+        boolean running = false;
+        for (Bundle b : context.getBundles()) {
+            if (FILE_INSTALL_BSN.equals(b.getSymbolicName()) && b.getState() == Bundle.ACTIVE) running = true;
+        }
+        if (!running) return false;
+        String dir = context.getProperty("felix.fileinstall.dir");
+        if (dir == null || dir.isBlank()) return true;
+        try {
+            return Paths.get(dir.trim()).toAbsolutePath().normalize().equals(deployDir.normalize());
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
+        }
+    }
+
+    /** The bundle FileInstall installs from the jar put into deploy/, once it is there; null if it does not come. */
+    private Bundle awaitFileInstall(String bsn, Version version) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FILE_INSTALL_TIMEOUT_MS);
+        while (System.nanoTime() < deadline) {
+            Bundle b = find(bsn, version);
+            if (b != null && b.getState() != Bundle.UNINSTALLED) {
+                // FileInstall installs, refreshes, then starts: a start from here before it is done would be stopped
+                // again by that refresh. It gets a while to start the bundle; the caller's start then says why not.
+                long started = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FILE_INSTALL_TIMEOUT_MS);
+                while (b.getState() != Bundle.ACTIVE && b.getState() != Bundle.UNINSTALLED
+                        && System.nanoTime() < started) {
+                    Thread.sleep(20);
+                }
+                return b;
+            }
+            Thread.sleep(20);
+        }
+        return null;
+    }
+
+    /** Undoes this command's own install: the bundle (if it got that far) and its jar in deploy/. */
+    private void undo(Bundle b, Path deployed) {
+        if (b != null) {
+            try {
+                b.uninstall();
+            } catch (BundleException | IllegalStateException e) {
+                LOG.warn("update-bundle: could not uninstall {}: {}", b, e.getMessage());
+            }
+        }
+        if (deployed != null) {
+            try {
+                Files.deleteIfExists(deployed);
+            } catch (IOException e) {
+                LOG.warn("update-bundle: could not remove {}: {}", deployed, e.getMessage());
+            }
         }
     }
 
@@ -283,21 +360,6 @@ final class BundleCommands {
                         LOG.warn("rollback: could not remove {} from deploy/: {}", file, e.getMessage());
                     }
                 }
-            }
-        }
-    }
-
-    private void undo(Bundle b, Path deployed) {
-        try {
-            b.uninstall();
-        } catch (BundleException | IllegalStateException e) {
-            LOG.warn("update-bundle: could not uninstall {}: {}", b, e.getMessage());
-        }
-        if (deployed != null) {
-            try {
-                Files.deleteIfExists(deployed);
-            } catch (IOException e) {
-                LOG.warn("update-bundle: could not remove {}: {}", deployed, e.getMessage());
             }
         }
     }
