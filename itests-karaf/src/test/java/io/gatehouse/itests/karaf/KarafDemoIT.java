@@ -13,10 +13,13 @@ import static org.ops4j.pax.exam.karaf.options.KarafDistributionOption.logLevel;
 import static org.ops4j.pax.exam.karaf.options.KarafDistributionOption.replaceConfigurationFile;
 
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.File;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -33,6 +36,9 @@ import java.util.regex.Pattern;
 
 import javax.inject.Inject;
 
+import io.gatehouse.testkit.BundleJars;
+import org.apache.karaf.shell.api.console.Session;
+import org.apache.karaf.shell.api.console.SessionFactory;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -46,17 +52,28 @@ import org.osgi.framework.BundleContext;
 
 /**
  * The Karaf distribution (runtime/karaf) as shipped, with the demo gateway's ports moved to free ones: its boot
- * features bring every Gatehouse bundle up, the demo flows (a producer speaking the queue protocol into the input
- * port, both sinks in the same container), and {@code bundle:update} of the qiogate bundle in the middle of the flow
- * loses nothing.
+ * features bring every Gatehouse bundle up and the demo flows (a producer speaking the queue protocol into the input
+ * port, both sinks in the same container). In the middle of the flow, tcp and qiogate are upgraded live the two ways
+ * a Karaf user does it: {@code bundle:update} (the same jar again, from its location: the gobjs wait suspended while
+ * the framework replaces the bundle) and {@code gate:update BSN URL} (a jar of a higher version, run beside the old
+ * one and handed the gobjs). Nothing is lost or duplicated, no connection closes (the producer's, the sinks'), and no
+ * service is rebuilt.
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
 public class KarafDemoIT {
-    static final int COUNT = 20_000;
+    static final int COUNT = 80_000;
+    /** Messages per second: the flow lasts about 20 s, long enough for the four upgrades to happen under it. */
+    static final int RATE = 4_000;
+    /** The bundles upgraded, each by bundle:update then by gate:update. */
+    static final List<String> UPGRADED = List.of("tcp", "qiogate");
+    private static final String UPGRADE_JARS = "gatehouse.itests.karaf.upgrade.jars";
 
     @Inject
     private BundleContext ctx;
+
+    @Inject
+    private SessionFactory shell;
 
     @Configuration
     public Option[] config() throws IOException {
@@ -70,6 +87,13 @@ public class KarafDemoIT {
         text = setVar(text, "__mqtt_port__", p[6]);
         File demo = dir.resolve("gatehouse-karaf-demo.json").toFile();
         Files.writeString(demo.toPath(), text);
+        Path jars = Files.createDirectories(dir.resolve("upgrade-jars"));
+        StringBuilder upgrades = new StringBuilder();
+        for (String b : UPGRADED) {
+            Path original = Path.of(System.getProperty("gatehouse.bundles.dir"), "io.gatehouse." + b + ".jar");
+            Path bumped = BundleJars.bumped(original, jars, 1);
+            upgrades.append(upgrades.length() == 0 ? "" : ",").append(bumped.toAbsolutePath());
+        }
         String localRepo = System.getProperty("org.ops4j.pax.url.mvn.localRepository");
         return options(
             karafDistributionConfiguration().frameworkUrl("file:" + System.getProperty("gatehouse.karaf.dist"))
@@ -84,7 +108,8 @@ public class KarafDemoIT {
             editConfigurationFilePut("etc/custom.properties", "gatehouse.control.port", String.valueOf(p[0])),
             editConfigurationFilePut("etc/custom.properties", "gatehouse.metrics.port", "0"),
             replaceConfigurationFile("etc/gatehouse.json", demo),
-            systemProperty("gatehouse.itests.karaf.ports").value(p[0] + "," + p[1]));
+            systemProperty("gatehouse.itests.karaf.ports").value(p[0] + "," + p[1]),
+            systemProperty(UPGRADE_JARS).value(upgrades.toString()));
     }
 
     private static String setVar(String text, String name, int value) {
@@ -108,7 +133,7 @@ public class KarafDemoIT {
     }
 
     @Test
-    public void shouldRunTheDemoAndLoseNothingWhenQiogateIsUpdatedUnderLoad() throws Exception {
+    public void shouldUpgradeTcpAndQiogateLiveUnderLoadLosingNothingAndClosingNoConnection() throws Exception {
         for (String b : List.of("api", "core", "tcp", "tcp4h", "channel", "iogate", "trqueue", "qiogate", "mqiogate",
                 "relay", "sink", "portal", "http", "mqtt")) {
             Bundle bundle = bundle("io.gatehouse." + b);
@@ -124,20 +149,34 @@ public class KarafDemoIT {
             return s != null && s.contains("\"sink1\"") && s.contains("\"__input_side__\"") && !s.contains("waiting");
         });
 
-        Producer producer = new Producer(port(1), COUNT, 1000);
+        Producer producer = new Producer(port(1), COUNT, 1000, RATE);
         Thread t = new Thread(producer, "karaf-it-producer");
         t.start();
-        await("a quarter of the flow acked", 60_000, () -> producer.acked() >= COUNT / 4);
-        Bundle qiogate = bundle("io.gatehouse.qiogate");
-        long ackedAtUpdate = producer.acked();
-        long t0 = System.nanoTime();
-        qiogate.update(); // bundle:update: from its location, the distribution's system/ repository
-        await("qiogate ACTIVE again", 30_000, () -> qiogate.getState() == Bundle.ACTIVE);
-        await("the output side rebuilt", 30_000, () -> !String.valueOf(command("list-services")).contains("waiting"));
-        long rebuiltMs = (System.nanoTime() - t0) / 1_000_000;
-        t.join(120_000);
+        await("a tenth of the flow acked", 60_000, () -> producer.acked() >= COUNT / 10);
+        long[] listenersBefore = listenerConnections();
+        List<String> said = new ArrayList<>();
+        String[] jars = System.getProperty(UPGRADE_JARS).split(",");
+        for (int i = 0; i < UPGRADED.size(); i++) {
+            String bsn = "io.gatehouse." + UPGRADED.get(i);
+            Bundle b = bundle(bsn);
+            int before = upgradesReported();
+            b.update();   // bundle:update: the same jar again, from its location (the distribution's system/)
+            await(bsn + " ACTIVE again", 30_000, () -> b.getState() == Bundle.ACTIVE);
+            await(bsn + "'s gobjs handed to the updated revision", 30_000, () -> upgradesReported() > before);
+            said.add(bsn + " bundle:update at " + producer.acked() + " acked: " + lastUpgrade());
+
+            String answer = shell("gate:update " + bsn + " " + Path.of(jars[i]).toUri());
+            assertTrue("gate:update answered ok: " + answer, num(answer, "result") >= 0);
+            assertTrue("gate:update rebuilt nothing: " + answer, answer.replaceAll("\\s", "").contains("\"rebuilt\":[]"));
+            said.add(bsn + " gate:update at " + producer.acked() + " acked: " + answer.replaceAll("\\s+", " "));
+            assertTrue(bsn + " " + versionIn(jars[i]) + " serves",
+                String.valueOf(command("list-bundles")).contains(versionIn(jars[i])));
+        }
+        long ackedAtLastUpgrade = producer.acked();
+        long[] listenersAfter = listenerConnections();
+        t.join(150_000);
         assertTrue("the producer finished: " + producer.summary(), !t.isAlive() && producer.acked() == COUNT);
-        assertTrue("the update happened under load (" + ackedAtUpdate + " acked)", ackedAtUpdate < COUNT);
+        assertTrue("the upgrades happened under load (" + ackedAtLastUpgrade + " acked)", ackedAtLastUpgrade < COUNT);
 
         long[] distinct = new long[1];
         String[] checks = new String[2];
@@ -149,11 +188,66 @@ public class KarafDemoIT {
             return distinct[0] >= COUNT;
         });
         long duplicates = num(checks[0], "duplicates") + num(checks[1], "duplicates");
-        System.out.printf("KarafDemoIT: %d messages, qiogate updated at %d acked, output side back in %d ms; "
-            + "lost %d, duplicates %d; producer: %s%n", COUNT, ackedAtUpdate, rebuiltMs, COUNT - distinct[0],
-            duplicates, producer.summary());
+        String upgrades = String.valueOf(command("list-upgrades"));
+        System.out.printf("KarafDemoIT: %d messages at %d/s; %s; lost %d, duplicates %d; producer: %s; "
+            + "connections accepted by the input and the sinks before %s, after %s%n", COUNT, RATE,
+            String.join("; ", said), COUNT - distinct[0], duplicates, producer.summary(),
+            Arrays.toString(listenersBefore), Arrays.toString(listenersAfter));
         assertEquals("lost", COUNT, distinct[0]);
         assertEquals("each id at exactly one sink", COUNT, num(checks[0], "missing") + num(checks[1], "missing"));
+        assertEquals("duplicates at the sinks", 0, duplicates);
+        assertEquals("connections the producer opened: " + producer.summary(), 1, producer.connections());
+        assertEquals("the input's and the sinks' connections stayed open", Arrays.toString(listenersBefore),
+            Arrays.toString(listenersAfter));
+        assertTrue("no service rebuilt: " + upgrades, !upgrades.contains("\"service\""));
+    }
+
+    /** Connections accepted so far by the input's listener and by each sink's (one each while none closes). */
+    private static long[] listenerConnections() {
+        long[] n = new long[3];
+        String[][] listeners = {{"__input_side__", "__input_side__-listen"}, {"__sink0_side__", "__sink0_side__-listen"},
+            {"__sink1_side__", "__sink1_side__-listen"}};
+        for (int i = 0; i < listeners.length; i++) {
+            String a = command("read-attrs service=" + listeners[i][0] + " gobj=" + listeners[i][1]);
+            n[i] = a == null ? -1 : num(a, "tconnxs");
+        }
+        return n;
+    }
+
+    /** How many upgrade reports list-upgrades holds (-1 when the gateway does not answer). */
+    private static int upgradesReported() {
+        String s = command("list-upgrades");
+        return s == null ? -1 : countOf(s, "\"gobjs_migrated\"");
+    }
+
+    private static String lastUpgrade() {
+        String s = String.valueOf(command("list-upgrades")).replaceAll("\\s+", " ");
+        int i = s.lastIndexOf("{\"gclasses\"");
+        return i < 0 ? s : s.substring(i);
+    }
+
+    private static int countOf(String s, String what) {
+        int n = 0;
+        for (int i = s.indexOf(what); i >= 0; i = s.indexOf(what, i + 1)) n++;
+        return n;
+    }
+
+    /** A command in the Karaf shell, as a user types it; answers what it printed. */
+    private String shell(String line) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        try (Session session = shell.create(new ByteArrayInputStream(new byte[0]), ps, ps)) {
+            Object r = session.execute(line);
+            ps.flush();
+            return out.toString(StandardCharsets.UTF_8) + (r == null ? "" : r);
+        }
+    }
+
+    /** The Bundle-Version in a bumped jar's file name, as {@code BundleJars.bumped} writes it. */
+    private static String versionIn(String jar) {
+        Matcher m = Pattern.compile("-(\\d+\\.\\d+\\.\\d+)\\.jar$").matcher(jar);
+        if (!m.find()) throw new IllegalArgumentException(jar);
+        return m.group(1);
     }
 
     private Bundle bundle(String symbolicName) {
@@ -213,11 +307,17 @@ public class KarafDemoIT {
         private long lastAck;
         private long sent;
         private int connections;
+        private final int rate;
 
-        Producer(int port, int count, int window) {
+        Producer(int port, int count, int window, int rate) {
             this.port = port;
             this.count = count;
             this.window = window;
+            this.rate = rate;
+        }
+
+        synchronized int connections() {
+            return connections;
         }
 
         synchronized long acked() {
@@ -231,7 +331,8 @@ public class KarafDemoIT {
 
         @Override
         public void run() {
-            long deadline = System.currentTimeMillis() + 110_000;
+            long deadline = System.currentTimeMillis() + 140_000;
+            long started = System.nanoTime();
             while (System.currentTimeMillis() < deadline && acked() < count) {
                 try (Socket s = new Socket("127.0.0.1", port)) {
                     s.setTcpNoDelay(true);
@@ -251,12 +352,19 @@ public class KarafDemoIT {
                             if (dead[0]) break; // connection lost: reconnect and resend what is not acked
                             next = acked.nextClearBit(next);
                             if (next >= count || next - acked.nextClearBit(0) >= window) {
-                                // window full or all sent: wait for acks; none for a second: reconnect, resend
-                                if (System.currentTimeMillis() - lastAck > 1000) break;
+                                // Window full or all sent: wait for acks. None for 15 s: reconnect, resend (longer
+                                // than any upgrade's pause, so a resend here says the upgrade stalled the flow).
+                                if (System.currentTimeMillis() - lastAck > 15_000) break;
                                 out.flush();
                                 wait(20);
                                 continue;
                             }
+                        }
+                        long due = started + sent * 1_000_000_000L / rate;
+                        if (System.nanoTime() < due) {
+                            out.flush();
+                            Thread.sleep(1);
+                            continue;
                         }
                         byte[] b = ("{\"id\":\"msg-" + next + "\",\"tm\":" + System.currentTimeMillis()
                             + ",\"__md_trq__\":{\"__msg_rowid__\":" + (next + 1) + ",\"__msg_t__\":1}}")
