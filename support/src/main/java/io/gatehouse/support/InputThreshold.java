@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.support;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Kw;
@@ -53,6 +54,28 @@ public final class InputThreshold {
     /** Unblocks without forgetting what is pending (the link closed; a new one resets). */
     public void unblock() {
         blocked = false;
+    }
+
+    /**
+     * For a live upgrade: what is pending and whether it blocks, as JSON. Not the object itself: each bundle embeds
+     * its own copy of this package, so the new revision's InputThreshold is another class than the old one's.
+     */
+    public ObjectNode exportState() {
+        return Kw.create().put("pending_msgs", pendingMsgs).put("pending_bytes", pendingBytes).put("blocked", blocked);
+    }
+
+    /** Takes over what {@link #exportState} gave (null: nothing pending); a state of another shape is refused. */
+    public void importState(JsonNode s) {
+        if (s == null || s.isNull()) {
+            reset();
+            return;
+        }
+        if (!s.isObject() || !s.path("pending_msgs").canConvertToLong() || !s.path("pending_bytes").canConvertToLong()) {
+            throw new IllegalArgumentException("input_threshold is not an input threshold's state: " + s);
+        }
+        pendingMsgs = Math.max(0, s.path("pending_msgs").asLong());
+        pendingBytes = Math.max(0, s.path("pending_bytes").asLong());
+        blocked = s.path("blocked").asBoolean(false);
     }
 
     /** A new connection: nothing pending, not blocked. */

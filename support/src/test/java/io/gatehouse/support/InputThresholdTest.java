@@ -1,10 +1,12 @@
 package io.gatehouse.support;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class InputThresholdTest {
@@ -41,5 +43,28 @@ class InputThresholdTest {
         InputThreshold t = new InputThreshold();
         for (int i = 0; i < 1000; i++) assertFalse(t.handedUp(1 << 20, 0, 0));
         assertFalse(t.isBlocked());
+    }
+
+    @Test
+    void shouldGoOnFromTheStateAnotherCopyExportedAndRefuseAStateOfAnotherShape() throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        InputThreshold old = new InputThreshold();
+        old.handedUp(10, 3, 0);
+        old.handedUp(10, 3, 0);
+        assertTrue(old.handedUp(10, 3, 0));
+        // The new revision's copy of the class is another class: only the JSON crosses.
+        InputThreshold next = new InputThreshold();
+        next.importState(json.readTree(old.exportState().toString()));
+        assertTrue(next.isBlocked(), "still blocked after the upgrade");
+        ObjectNode credit = Kw.create();
+        credit.put("msgs", 1);
+        next.credit(credit, 3, 0);
+        assertFalse(next.isBlocked(), "2 pending, as before the upgrade, under 3");
+
+        InputThreshold none = new InputThreshold();
+        none.importState(null);
+        assertFalse(none.isBlocked());
+        assertThrows(IllegalArgumentException.class, () -> none.importState(json.readTree("{\"pending_msgs\":\"x\"}")));
+        assertThrows(IllegalArgumentException.class, () -> none.importState(json.readTree("[1]")));
     }
 }

@@ -507,7 +507,7 @@ public final class ProtMqtt implements GObjBehavior {
         s.set("framer", framer.exportState());
         ArrayNode h = s.putArray("held");
         for (ByteBuf b; (b = held.poll()) != null; ) h.addPOJO(b);
-        Kw.putRef(s, "input_threshold", inputThreshold);
+        s.set("input_threshold", inputThreshold.exportState());
         if (codec != null) Kw.putRef(s, "codec", codec.channel());
         codec = null;
         pending.clear();
@@ -531,8 +531,8 @@ public final class ProtMqtt implements GObjBehavior {
                 || !s.path("retired").isArray() || !s.path("held").isArray() || !s.path("epoch").canConvertToLong()) {
             throw new IllegalArgumentException("not a C_PROT_MQTT state");
         }
-        InputThreshold threshold = Kw.ref(s, "input_threshold", InputThreshold.class);
-        if (threshold == null) throw new IllegalArgumentException("input_threshold is not an InputThreshold");
+        InputThreshold threshold = new InputThreshold();
+        threshold.importState(s.get("input_threshold"));
         EmbeddedChannel codecChannel = Kw.ref(s, "codec", EmbeddedChannel.class);
         if (codecChannel == null && s.has("codec")) throw new IllegalArgumentException("codec is not a channel");
         MqttCodec takenCodec = codecChannel == null ? null : new MqttCodec(codecChannel);

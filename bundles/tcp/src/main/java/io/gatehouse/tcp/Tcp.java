@@ -355,7 +355,7 @@ public final class Tcp implements GObjBehavior {
         if (listener != null) Kw.putRef(s, "listener", listener.gobj());
         // A JDK context (see Tls): nothing in it to release, so a state nobody takes leaves it to the garbage collector.
         if (serverTls != null) Kw.putRef(s, "server_tls", serverTls);
-        Kw.putRef(s, "input_threshold", inputThreshold);
+        s.set("input_threshold", inputThreshold.exportState());
         s.put("paused_by_upper", pausedByUpper);
         s.put("timer_due_ms", timerDueMs);
         s.put("suspended_at_ms", suspendedAtMs);
@@ -389,11 +389,12 @@ public final class Tcp implements GObjBehavior {
         if (listenerGobj != null && !(listenerGobj.behavior() instanceof TcpS)) {
             throw new IllegalArgumentException("its C_TCP_S runs another revision");
         }
-        InputThreshold threshold = HandedState.ref(state, "input_threshold", InputThreshold.class);
+        InputThreshold threshold = new InputThreshold();
+        threshold.importState(state.get("input_threshold"));
 
         listener = listenerGobj == null ? null : (TcpS) listenerGobj.behavior();
         serverTls = HandedState.ref(state, "server_tls", SslContext.class);
-        if (threshold != null) inputThreshold = threshold;
+        inputThreshold = threshold;
         pausedByUpper = state.path("paused_by_upper").asBoolean(false);
         everConnected = state.path("ever_connected").asBoolean(false);
         idleClose = state.path("idle_close").asBoolean(false);

@@ -245,7 +245,7 @@ public final class ProtTcp4h implements GObjBehavior {
         s.set("framer", framer.exportState());
         ArrayNode reads = s.putArray("held");
         for (ByteBuf b; (b = held.poll()) != null; ) reads.addPOJO(b);
-        Kw.putRef(s, "input_threshold", inputThreshold);
+        s.set("input_threshold", inputThreshold.exportState());
         s.put("paused_by_upper", pausedByUpper);
         s.put("bottom_paused", bottomPaused);
         s.put("any_frame", anyFrame);
@@ -269,15 +269,13 @@ public final class ProtTcp4h implements GObjBehavior {
             throw new IllegalArgumentException("C_PROT_TCP4H takes state version " + STATE_VERSION + ", not " + stateVersion);
         }
         List<ByteBuf> reads = buffersIn(state.get("held"));
-        InputThreshold threshold = Kw.ref(state, "input_threshold", InputThreshold.class);
-        if (threshold == null && state.hasNonNull("input_threshold")) {
-            throw new IllegalArgumentException("input_threshold is not an InputThreshold");
-        }
+        InputThreshold threshold = new InputThreshold();
+        threshold.importState(state.get("input_threshold"));
         JsonNode framerState = state.get("framer");
         if (framerState != null) framer.importState(framerState);
 
         held.addAll(reads);
-        if (threshold != null) inputThreshold = threshold;
+        inputThreshold = threshold;
         long suspendedMs = state.path("suspended_at_ms").asLong(-1) < 0 ? 0
                 : Math.max(0, nowMs() - state.path("suspended_at_ms").asLong());
         pausedByUpper = state.path("paused_by_upper").asBoolean(false);
