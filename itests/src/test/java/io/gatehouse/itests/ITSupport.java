@@ -61,8 +61,19 @@ public abstract class ITSupport {
         return composite(
             systemProperty("pax.exam.osgi.unresolved.fail").value("true"),
             frameworkProperty("org.osgi.framework.storage.clean").value("onFirstInit"),
-            frameworkBundles(), loggingBundles(), jacksonBundles(), nettyBundles(),
+            frameworkBundles(), loggingBundles(), jacksonBundles(), nettyBundles(), compressionBundles(),
             junitBundles());
+    }
+
+    /**
+     * zstd, lz4 and snappy: third-party bundles the wrapped Kafka client imports. Every IT has them, since the
+     * Kafka client and C_KAFKA are Gatehouse bundles like the others (target/bundles) and would not resolve alone.
+     */
+    public static Option compressionBundles() {
+        return composite(
+            mavenBundle("com.github.luben", "zstd-jni").versionAsInProject(),
+            mavenBundle("at.yawk.lz4", "lz4-java").versionAsInProject(),
+            mavenBundle("org.xerial.snappy", "snappy-java").versionAsInProject());
     }
 
     /** DS (scr and the DS API bundles it needs), Config Admin, Metatype and the Log service metatype imports. */
@@ -162,9 +173,9 @@ public abstract class ITSupport {
         return List.copyOf(names);
     }
 
-    /** api, then core, then the gclass bundles: the order a framework resolves them in. */
+    /** api, then core and the wrapped Kafka client (a library others import), then the gclass bundles. */
     private static int rank(String shortName) {
-        return shortName.equals("api") ? 0 : shortName.equals("core") ? 1 : 2;
+        return shortName.equals("api") ? 0 : shortName.equals("core") || shortName.equals("kafka-clients") ? 1 : 2;
     }
 
     public static File bundlesDir() {

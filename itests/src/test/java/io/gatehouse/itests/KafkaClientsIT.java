@@ -6,7 +6,6 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 import static org.ops4j.pax.exam.CoreOptions.bundle;
 import static org.ops4j.pax.exam.CoreOptions.composite;
-import static org.ops4j.pax.exam.CoreOptions.mavenBundle;
 import static org.ops4j.pax.exam.CoreOptions.options;
 import static org.ops4j.pax.exam.CoreOptions.systemPackages;
 
@@ -63,15 +62,12 @@ public class KafkaClientsIT extends ITSupport {
     }
 
     /**
-     * The compression libraries (bundles of their own, whose packages the wrapper imports), then the wrapper and
-     * kafka-link from target/kafka-bundles: kept out of target/bundles, which the other ITs install whole.
+     * The wrapper and kafka-link from target/kafka-bundles (kafka-link is a bundle only here: C_KAFKA embeds it);
+     * the compression libraries whose packages the wrapper imports are in {@link #base()}.
      */
     public static Option kafkaBundles() {
         File dir = new File(bundlesDir().getParentFile(), "kafka-bundles");
         return composite(
-            mavenBundle("com.github.luben", "zstd-jni").versionAsInProject(),
-            mavenBundle("at.yawk.lz4", "lz4-java").versionAsInProject(),
-            mavenBundle("org.xerial.snappy", "snappy-java").versionAsInProject(),
             bundle(new File(dir, WRAPPER + ".jar").toURI().toString()),
             bundle(new File(dir, GROUP + ".kafka-link.jar").toURI().toString()));
     }

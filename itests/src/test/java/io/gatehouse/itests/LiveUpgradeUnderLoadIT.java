@@ -208,7 +208,15 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 await("every MQTT message acked and every QoS 2 one completed", 120_000, device::allDone);
                 int sent = producer.sent();
                 int mqttSent = device.sent();
-                await("every message at a sink", 120_000, () -> sink0.distinct() + sink1.distinct() >= sent + mqttSent);
+                try {
+                    await("every message at a sink", 120_000,
+                        () -> sink0.distinct() + sink1.distinct() >= sent + mqttSent);
+                } catch (AssertionError e) {
+                    // say how far the drain got: stalled (a swap broke a path) or slow (a loaded machine)
+                    throw new AssertionError(e.getMessage() + ": sent " + sent + " + " + mqttSent + " (MQTT), at the sinks "
+                        + sink0.distinct() + " + " + sink1.distinct() + " distinct, connections "
+                        + sink0.connectionsAccepted() + " + " + sink1.connectionsAccepted() + "; swaps " + swaps.size(), e);
+                }
                 Thread.sleep(500);
 
                 StringBuilder report = new StringBuilder();

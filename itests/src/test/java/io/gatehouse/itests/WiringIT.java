@@ -9,6 +9,7 @@ import java.io.InputStream;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -28,6 +29,10 @@ import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.ServiceReference;
+import org.osgi.framework.namespace.PackageNamespace;
+import org.osgi.framework.wiring.BundleCapability;
+import org.osgi.framework.wiring.BundleWire;
+import org.osgi.framework.wiring.BundleWiring;
 import org.osgi.service.component.runtime.ServiceComponentRuntime;
 import org.osgi.service.component.runtime.dto.ComponentConfigurationDTO;
 import org.osgi.service.component.runtime.dto.ComponentDescriptionDTO;
@@ -37,7 +42,10 @@ import org.w3c.dom.NodeList;
 
 /**
  * Every bundle of the distribution resolves and starts, and every gclass that a Gatehouse bundle declares (a DS
- * component providing {@code io.gatehouse.api.GClass}) is registered, under a name no other registers.
+ * component providing {@code io.gatehouse.api.GClass}) is registered, under a name no other registers. The only
+ * Gatehouse package a bundle is wired to is the api's: the helpers of {@code io.gatehouse.support} are a private
+ * copy inside each bundle that uses them, neither imported nor exported (docs/CORE.md, "The api and the support
+ * package").
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
@@ -120,6 +128,45 @@ public class WiringIT extends ITSupport {
         } finally {
             ctx.ungetService(ref);
         }
+    }
+
+    @Test
+    public void shouldWireGatehouseBundlesToTheApiOnlyAndKeepEachCopyOfTheSupportClassesPrivate() throws Exception {
+        String support = "io.gatehouse.support";
+        List<String> bad = new ArrayList<>();
+        Map<String, Class<?>> copies = new TreeMap<>();
+        for (Bundle b : gatehouseBundlesInstalled()) {
+            BundleWiring w = b.adapt(BundleWiring.class);
+            assertNotNull(b.getSymbolicName() + " is not resolved", w);
+            for (BundleWire wire : w.getRequiredWires(PackageNamespace.PACKAGE_NAMESPACE)) {
+                String pkg = (String) wire.getCapability().getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE);
+                String from = wire.getProvider().getBundle().getSymbolicName();
+                // Gatehouse packages come from the api; kafka-link is a library bundle the Kafka output uses
+                if (pkg.startsWith(GROUP + ".") && !from.equals(b.getSymbolicName())
+                    && !from.equals(GROUP + ".api") && !from.equals(GROUP + ".kafka-link")) {
+                    bad.add(b.getSymbolicName() + " is wired to " + pkg + " of " + from);
+                }
+                if (pkg.startsWith(support)) bad.add(b.getSymbolicName() + " imports " + pkg + " from " + from);
+            }
+            for (BundleCapability c : w.getCapabilities(PackageNamespace.PACKAGE_NAMESPACE)) {
+                String pkg = (String) c.getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE);
+                if (pkg.startsWith(support)) bad.add(b.getSymbolicName() + " exports " + pkg);
+            }
+            if (b.getEntry("io/gatehouse/support/Glog.class") != null) {
+                Class<?> glog = b.loadClass(support + ".Glog");
+                if (glog.getClassLoader() != w.getClassLoader()) {
+                    bad.add(b.getSymbolicName() + " loads its Glog from " + glog.getClassLoader());
+                }
+                copies.put(b.getSymbolicName(), glog);
+            }
+        }
+        assertTrue("wiring: " + bad, bad.isEmpty());
+        for (String name : List.of("core", "tcp", "tcp4h", "channel", "iogate", "qiogate", "relay", "sink")) {
+            assertTrue(GROUP + "." + name + " carries no copy of " + support + ": " + copies.keySet(),
+                copies.containsKey(GROUP + "." + name));
+        }
+        assertEquals("one Glog class per bundle: " + copies, copies.size(), new HashSet<>(copies.values()).size());
+        System.out.println("WiringIT: " + support + " embedded privately in " + copies.keySet());
     }
 
     // --- Helpers ---

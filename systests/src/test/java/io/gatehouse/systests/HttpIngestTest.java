@@ -2,10 +2,9 @@ package io.gatehouse.systests;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.mqiogate.MqIoGateGClass;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.MemTrQueueFactory;
 import io.gatehouse.testkit.TestCerts;
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +45,7 @@ class HttpIngestTest {
     static final String TOKEN = "t0ken";
 
     private final MemTrQueueFactory queues = new MemTrQueueFactory();
-    private final Logs logs = new Logs();
+    private final LogCapture logs = new LogCapture();
     private YunoRuntime rt;
     private Path work;
     private int http;
@@ -298,7 +297,7 @@ class HttpIngestTest {
             {"bad chunk size", "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n", "Bad HTTP request body, closing"},
         };
         for (String[] c : cases) {
-            long errors = logs.count(c[2]);
+            int errors = logs.count(c[2]);
             byte[] bytes = c[1] == null ? garbage : c[1].getBytes(StandardCharsets.ISO_8859_1);
             String answer = probe(bytes, 10_000);
             assertTrue(answer != null, c[0] + ": the gateway closes the connection");
@@ -340,7 +339,7 @@ class HttpIngestTest {
         }
         assertTrue(logs.count("Timeout waiting HTTP request headers, closing") >= 2);
         // a chunked body cut by the client's close
-        long cut = logs.count("HTTP connection closed in the middle of a request");
+        int cut = logs.count("HTTP connection closed in the middle of a request");
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress("127.0.0.1", http), 2000);
             s.getOutputStream().write(("POST /ingest HTTP/1.1\r\nAuthorization: Bearer " + TOKEN
@@ -357,39 +356,5 @@ class HttpIngestTest {
         int n = 0;
         for (int i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) n++;
         return n;
-    }
-
-    /** Glog records (message texts) while the gateway runs. */
-    static final class Logs implements LogSink, AutoCloseable {
-        private final List<String> msgs = new ArrayList<>();
-
-        Logs() {
-            Glog.addSink(this);
-        }
-
-        @Override
-        public synchronized void log(Level level, String gobj, String msg, Map<String, Object> fields) {
-            if (level == Level.ERROR || level == Level.WARN) msgs.add(msg);
-            notifyAll();
-        }
-
-        synchronized long count(String msg) {
-            return msgs.stream().filter(msg::equals).count();
-        }
-
-        synchronized boolean await(String msg, long n, long timeoutMs) throws InterruptedException {
-            long end = System.currentTimeMillis() + timeoutMs;
-            while (count(msg) < n) {
-                long left = end - System.currentTimeMillis();
-                if (left <= 0) return false;
-                wait(left);
-            }
-            return true;
-        }
-
-        @Override
-        public void close() {
-            Glog.removeSink(this);
-        }
     }
 }

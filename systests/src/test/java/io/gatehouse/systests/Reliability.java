@@ -308,6 +308,9 @@ final class Reliability {
         volatile boolean stopped;
         final AtomicLong sent = new AtomicLong();
         final AtomicLong reconnects = new AtomicLong();
+        /** Ids written at least once, and those written more than once (a resend after a reconnect or a stall). */
+        private final BitSet written = new BitSet();
+        private final BitSet rewritten = new BitSet();
         private final String host = "127.0.0.1";
         private final int port;
 
@@ -335,6 +338,21 @@ final class Reliability {
 
         synchronized long ackedCount() {
             return ackedCount;
+        }
+
+        private synchronized void noteWritten(int i) {
+            if (written.get(i)) rewritten.set(i);
+            else written.set(i);
+        }
+
+        /**
+         * The ids this producer sent more than once, as absolute ids: a downstream copy of one of them under two
+         * queue identities is the producer's resend, not the gateway's.
+         */
+        synchronized BitSet resentIds() {
+            BitSet b = new BitSet();
+            for (int i = rewritten.nextSetBit(0); i >= 0; i = rewritten.nextSetBit(i + 1)) b.set((int) (from + i));
+            return b;
         }
 
         /** The acked ids, as absolute ids. */
@@ -399,6 +417,7 @@ final class Reliability {
                             }
                             o.write(frame(i));
                             sent.incrementAndGet();
+                            noteWritten(i);
                         }
                         o.flush();
                         // wait for the acks; resend what stays unacked

@@ -1,10 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * The Gatehouse object model: gclasses, gobjs, events, states, the FSM, kw, attributes, commands and stats.
- * The only package every gclass bundle imports.
+ * The only package every gclass bundle imports: the contract, and nothing else.
+ *
+ * <p>2.0.0 (major, after 1.2.0): the implementation helpers {@code Glog} (with its static sinks and
+ * {@code LogSink}), {@code InputGates}, {@code InputThreshold}, {@code RateWindow} and {@code Gbuffers} left this
+ * package for {@code io.gatehouse.support}, which is not exported: every bundle embeds its own copy, so a fix in one
+ * of them is a release of the bundles that use it (upgraded live), not of the api (which every bundle is wired to).
+ * {@code GObjBehavior.msgs()}, added in 1.2.0, is gone again (rate windows read the gclass's counter attributes).
+ * Removing types and methods is a major change: importers get the range {@code [2.0,3)} from bnd when they are
+ * rebuilt, and a bundle built against 1.x does not resolve against this api.
  */
 @Export
-@Version("1.2.0")
+@Version("2.0.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

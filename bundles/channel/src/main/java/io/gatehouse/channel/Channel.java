@@ -12,10 +12,10 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.RateWindow;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Glog;
+import io.gatehouse.support.RateWindow;
 import io.netty.buffer.ByteBuf;
 
 /**

@@ -4,12 +4,11 @@ package io.gatehouse.channel;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
@@ -22,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -37,7 +37,8 @@ class ChannelTest {
 
     private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg);
+    private LogCapture capture;
 
     private YunoRuntime rt;
     private Recorder up;
@@ -46,7 +47,7 @@ class ChannelTest {
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
         start(FakeTube.GCLASS);
     }
 
@@ -63,7 +64,7 @@ class ChannelTest {
     @AfterEach
     void tearDown() {
         rt.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     private ObjectNode gbufferKw(String text) {

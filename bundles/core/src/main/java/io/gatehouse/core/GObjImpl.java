@@ -15,10 +15,10 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
 import io.gatehouse.api.Yuno;
+import io.gatehouse.support.Glog;
 import io.netty.buffer.ByteBuf;
 
 import java.util.ArrayDeque;

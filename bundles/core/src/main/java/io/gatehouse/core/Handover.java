@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.POJONode;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
+import io.gatehouse.support.Glog;
 import io.netty.channel.Channel;
 import io.netty.util.ReferenceCounted;
 

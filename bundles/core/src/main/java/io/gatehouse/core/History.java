@@ -77,7 +77,7 @@ final class History {
                 if (series.size() >= maxSeries) {
                     if (!fullLogged) {
                         fullLogged = true;
-                        io.gatehouse.api.Glog.warn(null, "Live view history full: new series not kept",
+                        io.gatehouse.support.Glog.warn(null, "Live view history full: new series not kept",
                                 "max_series", maxSeries, "series", e.getKey());
                     }
                     continue;

@@ -1,7 +1,7 @@
 package io.gatehouse.core;
 
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
+import io.gatehouse.support.Glog;
 
 import javax.management.Attribute;
 import javax.management.AttributeList;

@@ -3,8 +3,8 @@ package io.gatehouse.core;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.Glog;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

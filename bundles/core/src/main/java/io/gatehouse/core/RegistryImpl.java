@@ -7,9 +7,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Envelope;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Registry;
+import io.gatehouse.support.Glog;
 
 import java.util.ArrayDeque;
 import java.util.Deque;

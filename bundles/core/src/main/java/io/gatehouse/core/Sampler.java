@@ -5,7 +5,7 @@ import io.gatehouse.api.AttrType;
 import io.gatehouse.api.Cancellable;
 import io.gatehouse.api.GClock;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
+import io.gatehouse.support.Glog;
 
 import java.util.HashMap;
 import java.util.HashSet;

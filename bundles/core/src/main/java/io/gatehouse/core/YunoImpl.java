@@ -11,10 +11,10 @@ import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GClock;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.api.Yuno;
+import io.gatehouse.support.Glog;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 

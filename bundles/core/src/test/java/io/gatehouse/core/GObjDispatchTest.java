@@ -1,11 +1,10 @@
 package io.gatehouse.core;
 
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.Recorder;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -15,20 +14,22 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class GObjDispatchTest {
     private final List<String> errors = new CopyOnWriteArrayList<>();
-    private final LogSink sink = (level, gobj, msg, fields) -> {
-        if (level == LogSink.Level.ERROR) errors.add(msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> {
+        if (r.level == LogCapture.Level.ERROR) errors.add(r.msg + " " + r.fields);
     };
+    private LogCapture capture;
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
         rt = YunoRuntime.builder().name("t").gclass(TestGClasses.NODE)
                 .config("{\"services\": [{\"name\": \"svc\", \"gclass\": \"C_NODE\"}]}").build().start();
     }
@@ -36,7 +37,7 @@ class GObjDispatchTest {
     @AfterEach
     void tearDown() {
         rt.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     @Test

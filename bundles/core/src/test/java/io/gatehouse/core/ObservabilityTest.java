@@ -9,7 +9,7 @@ import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.RateWindow;
+import io.gatehouse.support.RateWindow;
 import io.gatehouse.testkit.ManualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -5,11 +5,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -34,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ProtHttpSrTest {
     private final ManualClock clock = new ManualClock();
     private YunoRuntime rt;
-    private Logs logs;
+    private LogCapture logs;
 
     @AfterEach
     void tearDown() {
@@ -45,7 +44,8 @@ class ProtHttpSrTest {
     // --- the yuno and its drivers ---
 
     private void start(String kw) {
-        logs = new Logs();
+        if (logs != null) logs.close();
+        logs = new LogCapture();
         rt = YunoRuntime.builder().name("http").clock(clock).gclass(ProtHttpSr.SPEC, FakeTcp.SPEC, FakeRelay.SPEC)
                 .config("{\"services\":[{\"name\":\"relay\",\"gclass\":\"C_FAKE_RELAY\"},"
                         + "{\"name\":\"http\",\"gclass\":\"C_PROT_HTTP_SR\",\"kw\":{" + kw + "},"
@@ -203,7 +203,7 @@ class ProtHttpSrTest {
         assertEquals(1, rt.call(() -> tcp().drops));
         clock.advance(1);
         assertEquals(2, rt.call(() -> tcp().drops));
-        assertTrue(logs.has("Timeout waiting disconnected"));
+        assertTrue(logs.count("Timeout waiting disconnected") > 0);
     }
 
     @Test
@@ -216,7 +216,7 @@ class ProtHttpSrTest {
         assertEquals(St.ST_DISCONNECTED, state());
         rt.run(() -> relay().ackHeld(0));
         assertEquals(1, stat("stale_acks"));
-        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+        assertEquals(0, logs.count(LogCapture.Level.ERROR), logs.toString());
     }
 
     @Test
@@ -232,7 +232,7 @@ class ProtHttpSrTest {
             assertEquals(0, h.send(Ev.EV_DROP, null, null));
         });
         assertEquals(1, rt.call(() -> tcp().drops), "EV_DROP reaches the transport");
-        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+        assertEquals(0, logs.count(LogCapture.Level.ERROR), logs.toString());
     }
 
     // --- ST_WAIT_HEADERS ---
@@ -250,7 +250,7 @@ class ProtHttpSrTest {
         assertEquals(List.of(408), statuses(wire), wire);
         assertTrue(wire.contains("connection: close"));
         assertEquals(St.ST_DISCONNECTED, state());
-        assertTrue(logs.hasError("Timeout waiting HTTP request headers, closing"));
+        assertTrue(hasError("Timeout waiting HTTP request headers, closing"));
         assertEquals(0, rt.call(() -> relay().messages.size()));
     }
 
@@ -261,7 +261,7 @@ class ProtHttpSrTest {
         clock.advance(1000);
         assertEquals("", out());
         assertEquals(St.ST_DISCONNECTED, state());
-        assertEquals("first request", logs.field("Timeout waiting HTTP request headers, closing", "waiting"));
+        assertEquals("first request", field("Timeout waiting HTTP request headers, closing", "waiting"));
     }
 
     @Test
@@ -271,7 +271,7 @@ class ProtHttpSrTest {
         rx("POST /ingest HTTP/1.1\r\nHo");
         rt.run(() -> tcp().disconnect());
         assertEquals(St.ST_DISCONNECTED, state());
-        assertTrue(logs.hasError("HTTP connection closed in the middle of a request"));
+        assertTrue(hasError("HTTP connection closed in the middle of a request"));
         assertEquals(1, rt.call(() -> relay().closes));
     }
 
@@ -351,7 +351,7 @@ class ProtHttpSrTest {
         clock.advance(1000);
         assertEquals(List.of(408), statuses(out()));
         assertEquals(St.ST_DISCONNECTED, state());
-        assertTrue(logs.hasError("Timeout waiting HTTP request body, closing"));
+        assertTrue(hasError("Timeout waiting HTTP request body, closing"));
         assertEquals(0, rt.call(() -> relay().messages.size()), "nothing of a partial body goes up");
     }
 
@@ -362,8 +362,8 @@ class ProtHttpSrTest {
         rx("POST /ingest HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{\"id\":1}\n\r\n5\r\n{\"id\"");
         rt.run(() -> tcp().disconnect());
         assertEquals(St.ST_DISCONNECTED, state());
-        assertTrue(logs.hasError("HTTP connection closed in the middle of a request"));
-        assertEquals("body", logs.field("HTTP connection closed in the middle of a request", "waiting"));
+        assertTrue(hasError("HTTP connection closed in the middle of a request"));
+        assertEquals("body", field("HTTP connection closed in the middle of a request", "waiting"));
         assertEquals(0, rt.call(() -> relay().messages.size()));
     }
 
@@ -420,7 +420,7 @@ class ProtHttpSrTest {
         clock.advance(1);
         assertEquals(St.ST_DISCONNECTED, state());
         assertEquals("", out());
-        assertEquals(0, logs.count(LogSink.Level.ERROR), "an idle close is normal: " + logs);
+        assertEquals(0, logs.count(LogCapture.Level.ERROR), "an idle close is normal: " + logs);
     }
 
     @Test
@@ -439,7 +439,7 @@ class ProtHttpSrTest {
         rt.run(() -> relay().ackHeld(0));
         assertEquals("", out(), "the late ack changes nothing");
         assertEquals(1, stat("stale_acks"));
-        assertTrue(logs.has("HTTP requests refused (503), the clients send them again"));
+        assertTrue(logs.count("HTTP requests refused (503), the clients send them again") > 0);
     }
 
     @Test
@@ -455,7 +455,7 @@ class ProtHttpSrTest {
         setRelay(FakeRelay.Mode.ACK);
         rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3}"));
         assertEquals(List.of(200), statuses(out()), "the client's retry is accepted");
-        assertTrue(logs.has("HTTP requests accepted again"));
+        assertTrue(logs.count("HTTP requests accepted again") > 0);
     }
 
     @Test
@@ -484,7 +484,7 @@ class ProtHttpSrTest {
         assertEquals(1, stat("stale_acks"));
         rt.run(() -> assertEquals(-1, http().send(Ev.EV_SEND_MESSAGE,
                 Kw.withGbuffer(Unpooled.copiedBuffer("{\"text\":\"push\"}", StandardCharsets.UTF_8)), null)));
-        assertTrue(logs.hasError("Message to an HTTP client dropped: only acks are expected"));
+        assertTrue(hasError("Message to an HTTP client dropped: only acks are expected"));
         rt.run(() -> relay().ackHeld(0, 1));
         assertEquals(List.of(200), statuses(out()));
     }
@@ -498,7 +498,7 @@ class ProtHttpSrTest {
         rt.run(() -> tcp().disconnect());
         assertEquals(St.ST_DISCONNECTED, state());
         assertEquals(1, rt.call(() -> relay().closes));
-        assertEquals(0, logs.count(LogSink.Level.ERROR), logs.toString());
+        assertEquals(0, logs.count(LogCapture.Level.ERROR), logs.toString());
     }
 
     // --- pipelining and bounds ---
@@ -665,7 +665,7 @@ class ProtHttpSrTest {
         rx("\u0001\u0002\u0003 not http at all\r\n\r\n");
         assertEquals(List.of(400), statuses(out()));
         assertEquals(St.ST_DISCONNECTED, state());
-        assertTrue(logs.hasError("Bad HTTP request, closing"));
+        assertTrue(hasError("Bad HTTP request, closing"));
         connect();
         rx("POST /ingest HTTP/1.1\r\nX: " + "a".repeat(300) + "\r\n\r\n");
         assertEquals(List.of(431), statuses(out()));
@@ -717,49 +717,12 @@ class ProtHttpSrTest {
 
     // --- captured logs ---
 
-    /** Glog records until closed. */
-    static final class Logs implements LogSink, AutoCloseable {
-        private final List<Object[]> recs = new ArrayList<>();
+    private boolean hasError(String msg) {
+        return logs.with(msg).stream().anyMatch(r -> r.level == LogCapture.Level.ERROR);
+    }
 
-        Logs() {
-            Glog.addSink(this);
-        }
-
-        @Override
-        public synchronized void log(Level level, String gobj, String msg, Map<String, Object> fields) {
-            recs.add(new Object[] {level, msg, fields});
-        }
-
-        synchronized boolean has(String msg) {
-            for (Object[] r : recs) if (r[1].equals(msg)) return true;
-            return false;
-        }
-
-        synchronized boolean hasError(String msg) {
-            for (Object[] r : recs) if (r[0] == Level.ERROR && r[1].equals(msg)) return true;
-            return false;
-        }
-
-        synchronized long count(Level level) {
-            return recs.stream().filter(r -> r[0] == level).count();
-        }
-
-        @SuppressWarnings("unchecked")
-        synchronized Object field(String msg, String key) {
-            for (Object[] r : recs) if (r[1].equals(msg)) return ((Map<String, Object>) r[2]).get(key);
-            return null;
-        }
-
-        @Override
-        public synchronized String toString() {
-            StringBuilder sb = new StringBuilder();
-            for (Object[] r : recs) sb.append(r[0]).append(' ').append(r[1]).append(' ').append(r[2]).append('\n');
-            return sb.toString();
-        }
-
-        @Override
-        public void close() {
-            Glog.removeSink(this);
-        }
+    private Object field(String msg, String key) {
+        List<LogCapture.Rec> said = logs.with(msg);
+        return said.isEmpty() ? null : said.get(0).fields.get(key);
     }
 }

@@ -6,14 +6,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
@@ -30,6 +29,7 @@ import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -48,9 +48,12 @@ class IoGateLoopbackTest {
     private final ManualClock clientClock = new ManualClock();
 
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> {
-        if (level == LogSink.Level.ERROR || level == LogSink.Level.WARN) errors.add(gobj + ": " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> {
+        if (r.level == LogCapture.Level.ERROR || r.level == LogCapture.Level.WARN) {
+            errors.add(r.gobj + ": " + r.msg + " " + r.fields);
+        }
     };
+    private LogCapture capture;
     private YunoRuntime server;
     private YunoRuntime client;
     private Recorder serverApp;
@@ -98,7 +101,7 @@ class IoGateLoopbackTest {
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
     }
 
     private void startBoth(int channels, int sendType) {
@@ -122,7 +125,7 @@ class IoGateLoopbackTest {
     void tearDown() {
         if (client != null) client.close();
         if (server != null) server.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     private static ObjectNode msg(String text) {

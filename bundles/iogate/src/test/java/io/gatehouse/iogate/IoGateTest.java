@@ -5,13 +5,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.channel.Channel;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeTube;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.ByteBuf;
@@ -25,6 +24,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -45,7 +45,8 @@ class IoGateTest {
 
     private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
+    private LogCapture capture;
 
     private YunoRuntime rt;
     private GObj gate;
@@ -53,7 +54,7 @@ class IoGateTest {
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
         start(0);
     }
 
@@ -70,7 +71,7 @@ class IoGateTest {
     @AfterEach
     void tearDown() {
         rt.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     // --- given/when helpers ---

@@ -5,13 +5,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.qiogate.QIoGateGClass;
 import io.gatehouse.testkit.FakeBottom;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.MemTrQueueFactory;
 import io.gatehouse.testkit.Recorder;
@@ -26,6 +25,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -40,17 +40,18 @@ class MqIoGateTest {
     final MemTrQueueFactory qf = new MemTrQueueFactory();
     final ManualClock clock = new ManualClock();
     final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
+    private LogCapture capture;
     YunoRuntime rt;
 
     @BeforeEach
     void addSink() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
     }
 
     @AfterEach
     void close() {
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
         if (rt != null) rt.close();
     }
 

@@ -6,9 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.channel.Channel;
 import io.gatehouse.core.YunoRuntime;
@@ -18,6 +16,7 @@ import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
 import io.gatehouse.testkit.AckPeer;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
@@ -39,6 +38,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -60,14 +60,15 @@ class QueueLoopbackTest {
     Path tmp;
 
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + ": " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + ": " + r.msg + " " + r.fields);
+    private LogCapture capture;
     private final List<YunoRuntime> runtimes = new ArrayList<>();
     private TrQueueFactoryImpl factory;
     private final ManualClock clock = new ManualClock();
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
         factory = new TrQueueFactoryImpl();
     }
 
@@ -76,7 +77,7 @@ class QueueLoopbackTest {
         Collections.reverse(runtimes);
         for (YunoRuntime rt : runtimes) rt.close();
         factory.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     static GClassSpec<?>[] transport() {

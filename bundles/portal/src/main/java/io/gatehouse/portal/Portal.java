@@ -13,10 +13,11 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Registry;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Glog;
+import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;

@@ -3,15 +3,14 @@ package io.gatehouse.portal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.Registry;
 import io.gatehouse.core.ControlServer;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.tcp.TcpGClass;
 import io.gatehouse.tcp.TcpSGClass;
 import io.gatehouse.tcp4h.ProtTcp4hGClass;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Recorder;
 import io.gatehouse.testkit.Revision;
@@ -37,6 +36,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -57,17 +57,18 @@ class PortalTest {
     private final List<AutoCloseable> open = new ArrayList<>();
     private final Map<YunoRuntime, ControlServer> servers = new HashMap<>();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
+    private LogCapture capture;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
     }
 
     @AfterEach
     void tearDown() throws Exception {
         for (int i = open.size() - 1; i >= 0; i--) open.get(i).close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     /** A hub: its yuno (with the given services) and its control endpoint on {@code port}. */

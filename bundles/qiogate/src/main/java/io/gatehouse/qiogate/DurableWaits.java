@@ -7,8 +7,8 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.Glog;
 
 import java.util.ArrayDeque;
 

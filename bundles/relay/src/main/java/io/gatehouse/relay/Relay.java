@@ -13,10 +13,11 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
-import io.gatehouse.api.InputGates;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Glog;
+import io.gatehouse.support.InputGates;
+import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -157,15 +158,15 @@ public final class Relay implements GObjBehavior {
     }
 
     /**
-     * A live upgrade: the input gates it is subscribed to (an api object, handed over as it is), the gate check
-     * deadline and the streaks. The subscriptions themselves stay in core, and what waits for the output's
-     * EV_ON_DURABLE is in the output (the upstream ack's data and the input gate, as JSON and a reference), so an
-     * EV_ON_DURABLE after the upgrade acks its producer as before.
+     * A live upgrade: the gates it is subscribed to (the gobjs, in a list: InputGates is a class each revision
+     * embeds, so the new one makes its own from its config and adopts them), the gate check deadline and the
+     * streaks. The subscriptions themselves stay in core, and what waits for the output's EV_ON_DURABLE is in the output (the upstream ack's data and the input
+     * gate, as JSON and a reference), so an EV_ON_DURABLE after the upgrade acks its producer as before.
      */
     @Override
     public ObjectNode onExport() {
         ObjectNode s = Kw.create();
-        Kw.putRef(s, "inputs", inputs);
+        inputs.exportState(s);
         s.put("check_due_ms", checkDueMs);
         ObjectNode st = s.putObject("streaks");
         st.put("output_missing", outputMissing.count());
@@ -179,19 +180,15 @@ public final class Relay implements GObjBehavior {
         if (stateVersion != STATE_VERSION) {
             throw new IllegalArgumentException("C_RELAY takes state version " + STATE_VERSION + ", not " + stateVersion);
         }
-        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
         JsonNode st = state.path("streaks");
         outputMissing.resume(st.path("output_missing").asLong(0));
         notJson.resume(st.path("not_json").asLong(0));
         long due = state.path("check_due_ms").asLong(-1);
-        if (handed != null) {
-            inputs = handed;
-        } else {
-            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
-            // subscribes once: this only fills the new list).
-            onCreate();
-            if (due >= 0) inputs.subscribe();
-        }
+        // InputGates is this revision's own class (io.gatehouse.support, embedded): what onCreate makes, told the
+        // gates the old one was on (core keeps the subscriptions: none is made again, and a rebuilt gate is joined
+        // at the check that was due, as without the upgrade).
+        onCreate();
+        if (!inputs.importState(state) && due >= 0) inputs.subscribe();
         if (due >= 0) armCheck(due);
     }
 

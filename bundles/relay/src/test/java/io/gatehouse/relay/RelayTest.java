@@ -8,11 +8,10 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -29,6 +28,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -115,17 +115,18 @@ class RelayTest {
 
     private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
+    private LogCapture capture;
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
     }
 
     @AfterEach
     void tearDown() {
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
         if (rt != null) rt.close();
     }
 

@@ -14,11 +14,11 @@ import io.gatehouse.api.GClassNames;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.InputGates;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Glog;
+import io.gatehouse.support.InputGates;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -137,15 +137,15 @@ public final class Sink implements GObjBehavior {
     }
 
     /**
-     * A live upgrade: the ids seen (handed over as they are, see {@link SeenIds#exportState}), the input gates it
-     * is subscribed to (an api object, handed over as it is) and the gate check deadline. The counters are
-     * attributes and the subscriptions are in core: both stay.
+     * A live upgrade: the ids seen (handed over as they are, see {@link SeenIds#exportState}) and the gate check
+     * deadline, and the gates it is subscribed to (the gobjs, in a list: InputGates is a class each revision embeds,
+     * so the new one makes its own from its config and adopts them). The counters are attributes and the subscriptions are in core: both stay.
      */
     @Override
     public ObjectNode onExport() {
         ObjectNode s = Kw.create();
         s.set("ids", ids.exportState());
-        Kw.putRef(s, "inputs", inputs);
+        inputs.exportState(s);
         s.put("check_due_ms", checkDueMs);
         checker.cancel();
         return s;
@@ -156,17 +156,13 @@ public final class Sink implements GObjBehavior {
         if (stateVersion != STATE_VERSION) {
             throw new IllegalArgumentException("C_SINK takes state version " + STATE_VERSION + ", not " + stateVersion);
         }
-        InputGates handed = Kw.ref(state, "inputs", InputGates.class);
         ids = SeenIds.importState(state.get("ids"));
         long due = state.path("check_due_ms").asLong(-1);
-        if (handed != null) {
-            inputs = handed;
-        } else {
-            // A revision whose InputGates is a class of its own: what onCreate made, and the gates it is on (core
-            // subscribes once: this only fills the new list).
-            onCreate();
-            if (due >= 0) inputs.subscribe();
-        }
+        // InputGates is this revision's own class (io.gatehouse.support, embedded): what onCreate makes, told the
+        // gates the old one was on (core keeps the subscriptions: none is made again, and a rebuilt gate is joined
+        // at the check that was due, as without the upgrade).
+        onCreate();
+        if (!inputs.importState(state) && due >= 0) inputs.subscribe();
         if (due >= 0) armCheck(due);
     }
 

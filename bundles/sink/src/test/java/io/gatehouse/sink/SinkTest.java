@@ -7,11 +7,10 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -23,6 +22,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -52,12 +52,13 @@ class SinkTest {
 
     private final ManualClock clock = new ManualClock();
     private final List<String> logs = Collections.synchronizedList(new ArrayList<>());
-    private final LogSink sink = (level, gobj, msg, fields) -> logs.add(level + " " + gobj + " " + msg + " " + fields);
+    private final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
+    private LogCapture capture;
     private YunoRuntime rt;
 
     @BeforeEach
     void setUp() {
-        Glog.addSink(sink);
+        capture = new LogCapture(sink);
         rt = YunoRuntime.builder().name("sink").clock(clock).gclass(Sink.SPEC, GATE)
                 .config("{\"services\": [{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"sink\", \"gclass\": \"C_SINK\", \"kw\": {\"input\": \"in\", \"echo\": true}}]}")
@@ -67,7 +68,7 @@ class SinkTest {
     @AfterEach
     void tearDown() {
         rt.close();
-        Glog.removeSink(sink);
+        if (capture != null) capture.close();
     }
 
     private void receive(String json) {

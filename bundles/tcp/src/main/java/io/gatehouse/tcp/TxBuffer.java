@@ -2,7 +2,8 @@
 package io.gatehouse.tcp;
 
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Glog;
+import io.gatehouse.support.Glog;
+import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;

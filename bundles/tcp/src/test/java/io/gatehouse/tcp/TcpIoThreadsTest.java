@@ -242,7 +242,7 @@ class TcpIoThreadsTest {
                 return;
             }
             for (int i = 0; i < 64 && SENT.get() < TOTAL; i++) {
-                ByteBuf b = io.gatehouse.api.Gbuffers.allocate(SIZE);
+                ByteBuf b = io.gatehouse.support.Gbuffers.allocate(SIZE);
                 b.writeZero(SIZE);
                 channel.send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(b), gobj);
                 SENT.incrementAndGet();

@@ -7,6 +7,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.support.Streak;
 import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.testkit.Poll;

@@ -4,7 +4,6 @@ package io.gatehouse.tcp;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.Ports;
@@ -51,7 +50,7 @@ class TcpTraceLevelsTest {
                 peer.setSoTimeout(5000);
                 assertNotNull(rec.await(Ev.EV_CONNECTED, 5000));
                 LogCapture.Rec connected = logs.with("Connected").get(0);
-                assertEquals(LogSink.Level.INFO, connected.level);
+                assertEquals(LogCapture.Level.INFO, connected.level);
                 assertEquals("Connected To", connected.fields.get("msg2"));
                 assertEquals("127.0.0.1:" + peer.getLocalPort(), connected.fields.get("remote-addr"));
 
@@ -65,7 +64,7 @@ class TcpTraceLevelsTest {
             }
             assertNotNull(rec.await(Ev.EV_DISCONNECTED, 5000));
             LogCapture.Rec gone = logs.with("Disconnected").get(0);
-            assertEquals(LogSink.Level.INFO, gone.level);
+            assertEquals(LogCapture.Level.INFO, gone.level);
             assertEquals("Disconnected To", gone.fields.get("msg2"));
         }
     }
@@ -82,7 +81,7 @@ class TcpTraceLevelsTest {
                 peer.setSoTimeout(5000);
                 assertEquals(3, peer.getInputStream().readNBytes(3).length);
             }
-            assertEquals(LogSink.Level.DEBUG, logs.with("Connected").get(0).level);
+            assertEquals(LogCapture.Level.DEBUG, logs.with("Connected").get(0).level);
             assertEquals(0, logs.count("write"));
         }
     }
@@ -94,13 +93,13 @@ class TcpTraceLevelsTest {
              YunoRuntime rt = Support.runtime(traced("C_TCP_S", "\"listen\"", Support.serverConfig(port, 1, null)))) {
             rt.start();
             LogCapture.Rec listening = logs.with("Listening...").get(0);
-            assertEquals(LogSink.Level.INFO, listening.level);
+            assertEquals(LogCapture.Level.INFO, listening.level);
             assertEquals(port, listening.fields.get("lPort"));
         }
         int other = Ports.free();
         try (LogCapture logs = new LogCapture(); YunoRuntime rt = Support.runtime(Support.serverConfig(other, 1, null))) {
             rt.start();
-            assertEquals(LogSink.Level.DEBUG, logs.with("Listening...").get(0).level);
+            assertEquals(LogCapture.Level.DEBUG, logs.with("Listening...").get(0).level);
         }
     }
 

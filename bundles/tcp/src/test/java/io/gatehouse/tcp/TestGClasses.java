@@ -7,9 +7,9 @@ import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
-import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Gbuffers;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 

@@ -4,11 +4,10 @@ package io.gatehouse.tcp4h;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
-import io.gatehouse.api.Gbuffers;
 import io.gatehouse.api.Kw;
-import io.gatehouse.api.LogSink;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.testkit.FakeSocket;
 import io.gatehouse.testkit.LeakWatch;
 import io.gatehouse.testkit.LogCapture;
@@ -197,7 +196,7 @@ class ProtTcp4hTest {
         assertEquals(0, logs.count("Timeout waiting disconnected"));
         clock.advance(1);
         assertEquals(1, logs.count("Timeout waiting disconnected"));
-        assertEquals(LogSink.Level.WARN, logs.with("Timeout waiting disconnected").get(0).level);
+        assertEquals(LogCapture.Level.WARN, logs.with("Timeout waiting disconnected").get(0).level);
         assertEquals(2, sent(Ev.EV_DROP).size(), "the transport is told again");
     }
 
@@ -317,7 +316,7 @@ class ProtTcp4hTest {
         read(concat(Tcp4hFrames.of("before"), new byte[] {0, 0, 0, 4}, Tcp4hFrames.of("after")));
         assertEquals(List.of("before"), messages(), "the rest of the read is not read");
         LogCapture.Rec e = logs.with("frame_length cannot be 0").get(0);
-        assertEquals(LogSink.Level.ERROR, e.level);
+        assertEquals(LogCapture.Level.ERROR, e.level);
         assertEquals("127.0.0.1:40000", e.fields.get("peername"));
         assertEquals(St.ST_DISCONNECTED, state());
         assertEquals(1, sent(Ev.EV_DROP).size());
@@ -332,7 +331,7 @@ class ProtTcp4hTest {
         assertEquals(List.of("0123456789"), messages(), "exactly max_pkt_size is taken");
         read(new byte[] {0, 0, 0, 15});
         LogCapture.Rec w = logs.with("tcp4h head too long").get(0);
-        assertEquals(LogSink.Level.WARN, w.level);
+        assertEquals(LogCapture.Level.WARN, w.level);
         assertEquals(11L, w.fields.get("len"));
         assertEquals(10, w.fields.get("max_pkt_size"));
         assertEquals(St.ST_DISCONNECTED, state());
@@ -583,7 +582,7 @@ class ProtTcp4hTest {
         assertEquals(WP, state());
         clock.advance(1);
         LogCapture.Rec w = logs.with("Timeout waiting PAYLOAD data").get(0);
-        assertEquals(LogSink.Level.WARN, w.level);
+        assertEquals(LogCapture.Level.WARN, w.level);
         assertEquals(5000L, w.fields.get("timeout_payload"));
         assertEquals(St.ST_DISCONNECTED, state());
         assertEquals(1, sent(Ev.EV_DROP).size());

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.queue.DurableListener;
 import io.gatehouse.api.queue.FsyncPolicy;
+import io.gatehouse.support.Glog;
 
 import java.io.IOException;
 import java.util.List;

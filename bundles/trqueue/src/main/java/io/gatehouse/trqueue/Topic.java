@@ -3,9 +3,9 @@ package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.support.Glog;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -2,8 +2,8 @@
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.support.Glog;
 
 import java.io.IOException;
 import java.nio.file.FileSystemException;

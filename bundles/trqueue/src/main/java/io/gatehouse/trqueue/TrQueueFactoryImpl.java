@@ -2,12 +2,12 @@
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueException;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.support.Glog;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;

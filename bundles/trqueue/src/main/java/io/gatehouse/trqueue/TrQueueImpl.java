@@ -2,12 +2,12 @@
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.queue.DurableListener;
 import io.gatehouse.api.queue.FsyncPolicy;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.support.Glog;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;

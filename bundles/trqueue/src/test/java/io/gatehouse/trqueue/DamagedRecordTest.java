@@ -6,6 +6,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,7 +20,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.function.BiConsumer;
-import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -100,8 +100,8 @@ class DamagedRecordTest {
         // 1. the open that finds the damage
         log.clear();
         q = open();
-        assertEquals(List.of("ERROR " + DAMAGED), log.msgs(), what);
-        LogCapture.Rec rec = log.recs.get(0);
+        assertEquals(List.of("ERROR " + DAMAGED), log.messages(LogCapture.Level.INFO), what);
+        LogCapture.Rec rec = log.with(DAMAGED).get(0);
         assertEquals(lostFrom, ((Number) rec.fields.get("lost_from")).longValue(), what + " " + rec);
         assertEquals(lostTo, ((Number) rec.fields.get("lost_to")).longValue(), what + " " + rec);
         assertEquals(st[(int) lostFrom], ((Number) rec.fields.get("offset")).longValue(), what + " " + rec);
@@ -120,7 +120,7 @@ class DamagedRecordTest {
         for (int round = 2; round <= 3; round++) {
             log.clear();
             q = open();
-            assertEquals(0, log.count(DAMAGED), what + " round " + round + " " + log.msgs());
+            assertEquals(0, log.count(DAMAGED), what + " round " + round + " " + log);
             assertEquals(0, q.load(), what + ": the gap was set aside, the queue loads whole");
             List<Long> again = new ArrayList<>(expect);
             for (long r = N + 1; r < N + round; r++) again.add(r);
@@ -214,7 +214,7 @@ class DamagedRecordTest {
         Files.write(seg(), b);
         log.clear();
         q = open();
-        assertEquals(List.of("WARN Queue tail truncated to its last valid record"), log.msgs());
+        assertEquals(List.of("WARN Queue tail truncated to its last valid record"), log.messages(LogCapture.Level.INFO));
         assertEquals(0, q.load());
         assertEquals(9, q.topicSize());
         assertEquals(10, q.append(1, msg(10), 0).rowid());
@@ -243,7 +243,7 @@ class DamagedRecordTest {
         q.close();
         log.clear();
         q = open();
-        assertEquals(List.of(), log.msgs().stream().filter(m -> !m.startsWith("INFO")).collect(Collectors.toList()));
+        assertEquals(List.of(), log.messages(LogCapture.Level.WARN));
         assertEquals(0, q.load());
         assertNull(q.getByRowid(HIT));
         for (long k = 1; k <= r; k++) {

@@ -4,6 +4,7 @@ package io.gatehouse.trqueue;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.FsyncPolicy;
 import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -6,6 +6,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -55,10 +56,8 @@ class SpaceReservationTest {
     }
 
     private String reasonOfFirstFailure() {
-        synchronized (log) {
-            return log.recs.stream().filter(r -> r.msg.equals("Cannot append record, write FAILED"))
-                    .map(r -> String.valueOf(r.fields.get("reason"))).findFirst().orElse(null);
-        }
+        return log.with("Cannot append record, write FAILED").stream()
+                .map(r -> String.valueOf(r.fields.get("reason"))).findFirst().orElse(null);
     }
 
     @Test
@@ -100,7 +99,7 @@ class SpaceReservationTest {
             ObjectNode kw = q.msgJson(q.getByRowid(r));
             assertEquals(99 + r, kw.get("id").asInt(), "rowid " + r);
         }
-        assertTrue(log.msgs().stream().noneMatch(s -> s.contains("damaged") || s.contains("truncated")), log.msgs().toString());
+        assertTrue(log.messages(LogCapture.Level.INFO).stream().noneMatch(s -> s.contains("damaged") || s.contains("truncated")), log.messages(LogCapture.Level.INFO).toString());
     }
 
     @Test

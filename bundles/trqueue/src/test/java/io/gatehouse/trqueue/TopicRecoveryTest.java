@@ -3,6 +3,7 @@ package io.gatehouse.trqueue;
 
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -113,7 +114,7 @@ class TopicRecoveryTest {
         assertEquals(100, tp.lastRowid);
         assertEquals(pendingOf(1, 100), tp.pendingOnDisk);
         assertFalse(tp.lostRows);
-        assertEquals(List.of(), log.msgs(), "whole files need no repair");
+        assertEquals(List.of(), log.messages(LogCapture.Level.INFO), "whole files need no repair");
         assertEquals(101, tp.append(1, 0, TrQueue.MSG_PENDING, PAYLOAD, PAYLOAD.length));
     }
 
@@ -135,7 +136,7 @@ class TopicRecoveryTest {
         }
         log.clear();
         Topic tp = open();
-        assertEquals(List.of("WARN Queue tail truncated to its last valid record"), log.msgs());
+        assertEquals(List.of("WARN Queue tail truncated to its last valid record"), log.messages(LogCapture.Level.INFO));
         assertEquals(5, tp.lastRowid);
         assertFalse(tp.lostRows, "a torn tail held no complete row");
         // cut at the last frame, then mapped at full size again: the tail reads back as zeros
@@ -147,7 +148,7 @@ class TopicRecoveryTest {
         tp.close();
         log.clear();
         assertEquals(5, open().lastRowid);
-        assertEquals(List.of(), log.msgs(), "the next open finds the cut file");
+        assertEquals(List.of(), log.messages(LogCapture.Level.INFO), "the next open finds the cut file");
     }
 
     @Test
@@ -160,7 +161,7 @@ class TopicRecoveryTest {
         Files.write(segment(1), foreign);
         log.clear();
         Topic tp = open();
-        assertEquals(List.of("ERROR Queue segment corrupt, set aside"), log.msgs());
+        assertEquals(List.of("ERROR Queue segment corrupt, set aside"), log.messages(LogCapture.Level.INFO));
         assertEquals(List.of(), tp.segments);
         assertEquals(0, tp.lastRowid);
         assertTrue(tp.lostRows);
@@ -176,7 +177,7 @@ class TopicRecoveryTest {
         Files.write(segment(1), b);
         log.clear();
         Topic tp = open();
-        assertEquals(List.of("ERROR Queue segment corrupt, set aside"), log.msgs());
+        assertEquals(List.of("ERROR Queue segment corrupt, set aside"), log.messages(LogCapture.Level.INFO));
         assertTrue(tp.lostRows);
         Segment first = tp.segments.get(0);
         assertEquals(9, first.count, "rows 1-9 kept");
@@ -186,7 +187,7 @@ class TopicRecoveryTest {
         tp.close();
         log.clear();
         Topic again = open();
-        assertEquals(List.of(), log.msgs(), "the salvaged segment says how many rows it kept");
+        assertEquals(List.of(), log.messages(LogCapture.Level.INFO), "the salvaged segment says how many rows it kept");
         assertFalse(again.lostRows);
         assertEquals(9, again.segments.get(0).count);
     }
@@ -199,13 +200,13 @@ class TopicRecoveryTest {
         Files.write(segment(1), b);
         log.clear();
         Topic tp = open();
-        assertEquals(List.of("WARN Queue segment header repaired"), log.msgs());
+        assertEquals(List.of("WARN Queue segment header repaired"), log.messages(LogCapture.Level.INFO));
         assertEquals(5, tp.lastRowid);
         assertFalse(tp.lostRows);
         tp.close();
         log.clear();
         open();
-        assertEquals(List.of(), log.msgs());
+        assertEquals(List.of(), log.messages(LogCapture.Level.INFO));
     }
 
     @Test
@@ -215,7 +216,7 @@ class TopicRecoveryTest {
         ops.fail((op, p) -> op.equals("open") && p.equals(first), "Input/output error");
         log.clear();
         Topic tp = open();
-        assertEquals(List.of("ERROR Queue segment cannot be read"), log.msgs());
+        assertEquals(List.of("ERROR Queue segment cannot be read"), log.messages(LogCapture.Level.INFO));
         assertEquals(2, tp.segments.size());
         assertNotNull(tp.segments.get(0).unreadable);
         assertEquals(50, tp.lastRowid);

@@ -6,6 +6,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -59,7 +60,7 @@ class TrQueueBackupTest {
     }
 
     List<String> infoAndUp() {
-        return log.msgs();
+        return log.messages(LogCapture.Level.INFO);
     }
 
     @Test
@@ -123,8 +124,8 @@ class TrQueueBackupTest {
             if (q.size() == 0) assertEquals(0, q.checkBackup());
         }
         assertEquals(500, q.topicSize());
-        assertEquals(4, log.msgs().stream().filter(s -> !s.startsWith("INFO Backup timeranger topic, deleting")).count(),
-                log.msgs().toString());
+        assertEquals(4, log.messages(LogCapture.Level.INFO).stream().filter(s -> !s.startsWith("INFO Backup timeranger topic, deleting")).count(),
+                log.messages(LogCapture.Level.INFO).toString());
     }
 
     @Test
@@ -200,8 +201,8 @@ class TrQueueBackupTest {
         assertEquals(0, q.unload(m, 0));
         log.clear();
         assertEquals(-1, q.checkBackup(), "the next period tries again");
-        assertEquals(0, log.recs.stream().filter(r -> r.level != io.gatehouse.api.LogSink.Level.INFO).count(),
-                "the same failure is said once: " + log.msgs());
+        assertEquals(0, log.all().stream().filter(r -> r.level.compareTo(LogCapture.Level.WARN) <= 0).count(),
+                "the same failure is said once: " + log.messages(LogCapture.Level.INFO));
         Files.delete(db().resolve("T.bak"));
         assertEquals(0, q.checkBackup());
         assertEquals(0, q.topicSize());
@@ -215,7 +216,7 @@ class TrQueueBackupTest {
         ops.fail((op, p) -> op.equals("mkdir") && p.equals(topicDir()), "No space left on device");
         log.clear();
         assertEquals(-1, q.checkBackup());
-        assertTrue(log.count("Queue backup failed: the queue goes on in its topic, not backed up") == 1, log.msgs().toString());
+        assertTrue(log.count("Queue backup failed: the queue goes on in its topic, not backed up") == 1, log.messages(LogCapture.Level.INFO).toString());
         assertEquals(gen, q.generation());
         assertEquals(10, q.topicSize());
         assertFalse(Files.exists(db().resolve("T.bak")), "moved back");
@@ -239,18 +240,18 @@ class TrQueueBackupTest {
                 "Input/output error");
         log.clear();
         assertEquals(-1, q.checkBackup());
-        assertEquals(1, log.count("Queue backup failed, and the queue has no topic"), log.msgs().toString());
+        assertEquals(1, log.count("Queue backup failed, and the queue has no topic"), log.messages(LogCapture.Level.INFO).toString());
         log.clear();
         for (int i = 0; i < 10; i++) {
             assertEquals(-1, q.checkBackup());
             assertNull(q.msgJson(keep));
             assertEquals(-1, q.setHardFlag(keep, 2, true));
         }
-        assertEquals(List.of("ERROR Queue without topic, it cannot be opened"), log.msgs(), "said once, then quiet");
+        assertEquals(List.of("ERROR Queue without topic, it cannot be opened"), log.messages(LogCapture.Level.INFO), "said once, then quiet");
         log.clear();
         ops.heal();
         assertNotNull(q.msgJson(keep));
-        assertEquals(List.of("INFO Queue topic taken again"), log.msgs());
+        assertEquals(List.of("INFO Queue topic taken again"), log.messages(LogCapture.Level.INFO));
         assertEquals(10, q.topicSize());
     }
 
@@ -268,16 +269,16 @@ class TrQueueBackupTest {
         log.clear();
         for (int i = 0; i < 5; i++) assertEquals(-1, q.checkBackup());
         assertEquals(List.of("ERROR Cannot open topic: topic_desc.json does not load",
-                "ERROR Queue without topic, it cannot be opened"), log.msgs());
+                "ERROR Queue without topic, it cannot be opened"), log.messages(LogCapture.Level.INFO));
         log.clear();
         Files.writeString(desc, "{\"x\":");
         for (int i = 0; i < 5; i++) assertNull(q.append(msg(i)));
-        assertEquals(List.of("ERROR Cannot open topic: topic_desc.json does not load"), log.msgs(),
+        assertEquals(List.of("ERROR Cannot open topic: topic_desc.json does not load"), log.messages(LogCapture.Level.INFO),
                 "a new broken content: the open's error again, not the queue's line");
         log.clear();
         Files.write(desc, good);
         assertEquals(11, q.append(msg(11)).rowid());
-        assertEquals(List.of("INFO Queue topic taken again"), log.msgs());
+        assertEquals(List.of("INFO Queue topic taken again"), log.messages(LogCapture.Level.INFO));
     }
 
     @Test
@@ -291,11 +292,11 @@ class TrQueueBackupTest {
         log.clear();
         assertEquals(-1, q.checkBackup());
         assertEquals(-1, q.checkBackup());
-        assertEquals(List.of("ERROR Queue without topic, it cannot be opened"), log.msgs());
+        assertEquals(List.of("ERROR Queue without topic, it cannot be opened"), log.messages(LogCapture.Level.INFO));
         log.clear();
         ops.heal();
         assertEquals(0, q.checkBackup(), "taken again, then backed up");
-        assertEquals("INFO Queue topic taken again", log.msgs().get(0));
+        assertEquals("INFO Queue topic taken again", log.messages(LogCapture.Level.INFO).get(0));
     }
 
     @Test
@@ -313,7 +314,7 @@ class TrQueueBackupTest {
         Files.write(first, b);
         log.clear();
         q = open(0);
-        assertEquals(1, log.count("Queue segment corrupt, set aside"), log.msgs().toString());
+        assertEquals(1, log.count("Queue segment corrupt, set aside"), log.messages(LogCapture.Level.INFO).toString());
         assertEquals(-1, q.load(), "the rows set aside were not read");
         assertNotNull(q.getByRowid(3));
         assertNull(q.getByRowid(4));

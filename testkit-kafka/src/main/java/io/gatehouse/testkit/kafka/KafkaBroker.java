@@ -74,8 +74,11 @@ public final class KafkaBroker implements AutoCloseable {
     private final List<String> jvmOptions;
     private final Duration startTimeout;
     private final Duration stopGrace;
+    private final String saslUser;
+    private final String saslPassword;
     private int port;
     private int controllerPort;
+    private int saslPort = -1;
     private Process process;
     private Duration lastStartTime = Duration.ZERO;
 
@@ -85,6 +88,8 @@ public final class KafkaBroker implements AutoCloseable {
         this.jvmOptions = List.copyOf(b.jvmOptions);
         this.startTimeout = b.startTimeout;
         this.stopGrace = b.stopGrace;
+        this.saslUser = b.saslUser;
+        this.saslPassword = b.saslPassword;
     }
 
     /** A broker with the defaults, formatted and started in {@code dir} (created if missing, must be empty). */
@@ -102,6 +107,8 @@ public final class KafkaBroker implements AutoCloseable {
         private final List<String> jvmOptions = new ArrayList<>(TEST_JVM_OPTIONS);
         private Duration startTimeout = Duration.ofSeconds(90);
         private Duration stopGrace = Duration.ofSeconds(30);
+        private String saslUser;
+        private String saslPassword;
 
         private Builder(Path dir) {
             this.dir = dir;
@@ -132,6 +139,17 @@ public final class KafkaBroker implements AutoCloseable {
             return this;
         }
 
+        /**
+         * A second client listener, SASL_PLAINTEXT with the PLAIN mechanism, that knows one user
+         * ({@link #saslBootstrapServers()}): what a client's SASL settings are tested against. The PLAINTEXT listener
+         * stays, and brokers and controller keep talking over it.
+         */
+        public Builder saslPlain(String user, String password) {
+            this.saslUser = java.util.Objects.requireNonNull(user);
+            this.saslPassword = java.util.Objects.requireNonNull(password);
+            return this;
+        }
+
         /** Formats the storage and starts the node; fails if {@code dir} is not empty. */
         public KafkaBroker start() throws IOException, InterruptedException {
             KafkaBroker broker = new KafkaBroker(this);
@@ -147,6 +165,14 @@ public final class KafkaBroker implements AutoCloseable {
 
     public int port() {
         return port;
+    }
+
+    /** {@code 127.0.0.1:port} of the SASL_PLAINTEXT listener ({@link Builder#saslPlain}). */
+    public String saslBootstrapServers() {
+        if (saslPort < 0) {
+            throw new IllegalStateException("this broker has no SASL listener (Builder.saslPlain)");
+        }
+        return "127.0.0.1:" + saslPort;
     }
 
     public Path directory() {
@@ -186,9 +212,10 @@ public final class KafkaBroker implements AutoCloseable {
         // taken in between, so try again with new ones (only on the first start; a restart keeps its ports).
         IOException last = null;
         for (int attempt = 1; attempt <= 3; attempt++) {
-            int[] ports = freePorts(2);
+            int[] ports = freePorts(saslUser == null ? 2 : 3);
             port = ports[0];
             controllerPort = ports[1];
+            saslPort = saslUser == null ? -1 : ports[2];
             writeProperties();
             format();
             try {
@@ -297,7 +324,7 @@ public final class KafkaBroker implements AutoCloseable {
         // A port released a moment ago can still be refused to a new listener for a short while
         // (another process took it, or the kernel is slow to let go): wait for it rather than fail.
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!bindable(port) || !bindable(controllerPort)) {
+        while (!bindable(port) || !bindable(controllerPort) || (saslPort > 0 && !bindable(saslPort))) {
             if (System.nanoTime() > until) {
                 throw new IOException("ports " + port + "/" + controllerPort + " still taken 30 s after the stop");
             }
@@ -425,6 +452,17 @@ public final class KafkaBroker implements AutoCloseable {
         p.put("controller.listener.names", "CONTROLLER");
         p.put("inter.broker.listener.name", "PLAINTEXT");
         p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        if (saslUser != null) {
+            p.put("listeners", p.get("listeners") + ",SASL_PLAINTEXT://127.0.0.1:" + saslPort);
+            p.put("advertised.listeners", p.get("advertised.listeners") + ",SASL_PLAINTEXT://127.0.0.1:" + saslPort);
+            p.put("listener.security.protocol.map", p.get("listener.security.protocol.map")
+                + ",SASL_PLAINTEXT:SASL_PLAINTEXT");
+            p.put("sasl.enabled.mechanisms", "PLAIN");
+            // the server side of PLAIN: user_<name>="<password>" lists who may log in
+            p.put("listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required user_" + saslUser + "=\""
+                    + saslPassword + "\";");
+        }
         p.put("log.dirs", dir.resolve("data").toString());
         p.put("auto.create.topics.enable", "false");
         p.put("num.partitions", "1");

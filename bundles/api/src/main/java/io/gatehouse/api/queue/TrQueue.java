@@ -4,7 +4,6 @@ package io.gatehouse.api.queue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gatehouse.api.Glog;
 import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 import org.osgi.annotation.versioning.ProviderType;
@@ -186,15 +185,13 @@ public interface TrQueue extends AutoCloseable {
 
     /**
      * The ack of a received message: a new {@code {"__md_trq__": <a copy of msg's __md_trq__ plus "result">}}.
-     * The input is not modified. A message without metadata answers {@code {}} and logs an error.
+     * The input is not modified. A message without metadata answers {@code {}} (nothing to ack with: the caller
+     * says so if it matters; the api logs nothing).
      */
     static ObjectNode answer(ObjectNode msg, int result) {
         ObjectNode out = JsonNodeFactory.instance.objectNode();
         ObjectNode md = getMetadata(msg);
-        if (md == null) {
-            Glog.error(null, "queue message without metadata");
-            return out;
-        }
+        if (md == null) return out;
         ObjectNode copy = md.deepCopy();
         copy.put("result", result);
         out.set(MD_TRQ, copy);

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
@@ -58,6 +59,10 @@ import org.slf4j.LoggerFactory;
  *     fails, or when the topic does not exist.</li>
  * <li><b>Close:</b> {@link #close(Duration)} gives the producer that long to deliver what it holds; what is still
  *     pending then fails through its callbacks.</li>
+ * <li><b>Hand-off:</b> {@link #handOff()} stops this link without closing its producer and gives the producer, the
+ *     Admin client and the count of sends outstanding to whoever builds the next link around them
+ *     ({@link Builder#adopt}): a live upgrade of the gclass that owns the link keeps the producer's id and sequence
+ *     numbers, so nothing is sent twice, and the sends in flight complete through the callbacks they were given.</li>
  * </ul>
  *
  * A bad configuration (an unknown compression, an unresolvable bootstrap address, a SASL mechanism without a JAAS
@@ -103,8 +108,14 @@ public final class KafkaLink implements AutoCloseable {
     private final Producer<byte[], byte[]> producer;
     private final Admin admin;
     private final ScheduledExecutorService watcher;
-    private final AtomicInteger inFlight = new AtomicInteger();
+    /** Shared with the link that adopts this one's producer: the callbacks of either decrement it. */
+    private final AtomicInteger inFlight;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set by {@link #handOff()}: the producer and the Admin client belong to the next link. */
+    private volatile boolean handedOff;
+    /** Results waiting for the executor, run by one task per burst (see {@link #complete}). */
+    private final ConcurrentLinkedQueue<Runnable> results = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong acked = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
@@ -146,17 +157,25 @@ public final class KafkaLink implements AutoCloseable {
         a.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, checkMs);
         a.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, checkMs);
 
-        Producer<byte[], byte[]> prod = create("producer", () ->
-            new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()));
-        Admin adm;
-        try {
-            adm = create("admin client", () -> Admin.create(a));
-        } catch (RuntimeException e) {
-            prod.close(Duration.ZERO);
-            throw e;
+        if (b.adopted != null) {
+            // The producer runs with the settings it was made with; the builder's producer settings are not used.
+            this.producer = b.adopted.producer();
+            this.admin = b.adopted.admin();
+            this.inFlight = b.adopted.inFlight();
+        } else {
+            Producer<byte[], byte[]> prod = create("producer", () ->
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()));
+            Admin adm;
+            try {
+                adm = create("admin client", () -> Admin.create(a));
+            } catch (RuntimeException e) {
+                prod.close(Duration.ZERO);
+                throw e;
+            }
+            this.producer = prod;
+            this.admin = adm;
+            this.inFlight = new AtomicInteger();
         }
-        this.producer = prod;
-        this.admin = adm;
         this.watcher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kafka-link-" + b.clientId);
             t.setDaemon(true);
@@ -219,6 +238,7 @@ public final class KafkaLink implements AutoCloseable {
         private Duration connectivityInterval = Duration.ofSeconds(1);
         private Duration connectivityTimeout = Duration.ofSeconds(5);
         private final Map<String, Object> extra = new HashMap<>();
+        private Handoff adopted;
 
         private Builder(String bootstrapServers, String topic, Executor executor) {
             this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -328,7 +348,18 @@ public final class KafkaLink implements AutoCloseable {
             return this;
         }
 
-        /** Creates the producer and starts the connectivity checks. */
+        /**
+         * Builds the link around the producer and Admin client another link handed off ({@link #handOff()})
+         * instead of creating new ones: the producer keeps its id, its sequence numbers and the sends it holds. The
+         * producer settings of this builder (linger, batch size, compression, timeouts, properties) are not used;
+         * the topic, executor, listener, {@code maxInFlight} and the connectivity checks are this builder's.
+         */
+        public Builder adopt(Handoff handoff) {
+            this.adopted = Objects.requireNonNull(handoff, "handoff");
+            return this;
+        }
+
+        /** Creates the producer (or takes the adopted one) and starts the connectivity checks. */
         public KafkaLink open() {
             return new KafkaLink(this);
         }
@@ -376,10 +407,26 @@ public final class KafkaLink implements AutoCloseable {
         return Offer.ACCEPTED;
     }
 
+    /**
+     * Kafka completes the records of a batch one after the other on its I/O thread: the results are queued and one
+     * executor task runs every result queued by then, so a batch of a hundred records costs the core loop one task
+     * and one wake-up, not a hundred. Order is kept (one queue, drained in order).
+     */
     private void complete(SendCallback callback, SendResult result) {
         inFlight.decrementAndGet();
         (result.ok() ? acked : failed).incrementAndGet();
-        dispatch(() -> callback.onComplete(result));
+        results.add(() -> callback.onComplete(result));
+        if (drainScheduled.compareAndSet(false, true)) {
+            dispatch(this::drainResults);
+        }
+    }
+
+    private void drainResults() {
+        // Cleared before polling: a result queued after the last poll schedules a task of its own.
+        drainScheduled.set(false);
+        for (Runnable r; (r = results.poll()) != null; ) {
+            r.run();
+        }
     }
 
     private void dispatch(Runnable task) {
@@ -496,6 +543,11 @@ public final class KafkaLink implements AutoCloseable {
         return topic;
     }
 
+    /** The producer this link wraps (the same object after a hand-off): for identity checks, not for sending. */
+    public Producer<byte[], byte[]> producer() {
+        return producer;
+    }
+
     public int inFlight() {
         return inFlight.get();
     }
@@ -528,8 +580,70 @@ public final class KafkaLink implements AutoCloseable {
         return Double.NaN;
     }
 
+    /**
+     * Several metrics of the {@code producer-metrics} group in one pass over the producer's metrics, by name, in the
+     * order asked; a name the producer does not have, or whose value is not a finite number yet, is left out.
+     */
+    public Map<String, Double> producerMetrics(java.util.Collection<String> names) {
+        Map<String, Double> found = new HashMap<>();
+        for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+            MetricName n = e.getKey();
+            if (n.group().equals("producer-metrics") && names.contains(n.name())) {
+                Object v = e.getValue().metricValue();
+                if (v instanceof Number && Double.isFinite(((Number) v).doubleValue())) {
+                    found.put(n.name(), ((Number) v).doubleValue());
+                }
+            }
+        }
+        Map<String, Double> out = new java.util.LinkedHashMap<>();
+        for (String name : names) {
+            Double v = found.get(name);
+            if (v != null) {
+                out.put(name, v);
+            }
+        }
+        return out;
+    }
+
     public boolean isClosed() {
         return closed.get();
+    }
+
+    // --- hand-off ---
+
+    /**
+     * What a link hands to the next one ({@link Builder#adopt}): Kafka and JDK types only, so that a link of another
+     * class loader (a new revision of the bundle that embeds this class) can take them.
+     */
+    public record Handoff(Producer<byte[], byte[]> producer, Admin admin, AtomicInteger inFlight) {
+    }
+
+    /**
+     * Stops this link without closing its producer: no more sends ({@link Offer#CLOSED}), no more connectivity checks
+     * (the one running, if any, is waited for and its report dropped). The sends in flight still complete through
+     * their callbacks, on this link's executor. {@link #close} does nothing afterwards: the producer and the Admin
+     * client belong to whoever adopts them, and must be closed by it.
+     *
+     * @throws IllegalStateException if the link is already closed or handed off
+     */
+    public Handoff handOff() {
+        if (!closed.compareAndSet(false, true)) {
+            throw new IllegalStateException("kafka link " + topic + " is closed");
+        }
+        handedOff = true;
+        watcher.shutdownNow();
+        try {
+            if (!watcher.awaitTermination(connectivityTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS)) {
+                LOG.warn("kafka link {}: the connectivity check did not stop in time for the hand-off", topic);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return new Handoff(producer, admin, inFlight);
+    }
+
+    public boolean isHandedOff() {
+        return handedOff;
     }
 
     // --- close ---
@@ -546,7 +660,7 @@ public final class KafkaLink implements AutoCloseable {
      * length of one connectivity check in progress.
      */
     public void close(Duration timeout) {
-        if (!closed.compareAndSet(false, true)) {
+        if (!closed.compareAndSet(false, true) || handedOff) {
             return;
         }
         watcher.shutdownNow();

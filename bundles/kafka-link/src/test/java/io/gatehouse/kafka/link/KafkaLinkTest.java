@@ -210,6 +210,46 @@ class KafkaLinkTest {
     }
 
     @Test
+    @Order(2)
+    void shouldKeepTheProducerAndTheSendsInFlightWhenHandedOffToANewLink() throws Exception {
+        broker.createTopic("handoff", 1);
+        KafkaLink first = open(link(broker.bootstrapServers(), "handoff").lingerMs(1500));
+        awaitReport(true, 15_000);
+        LinkedBlockingQueue<String> done = new LinkedBlockingQueue<>();
+        for (int i = 0; i < 5; i++) {
+            String v = "old-" + i;
+            assertEquals(KafkaLink.Offer.ACCEPTED, first.send(null, bytes(v), null, r -> {
+                onLoop("send callback");
+                done.add(v + (r.ok() ? "" : " failed: " + r.error()));
+            }));
+        }
+        KafkaLink.Handoff h = first.handOff();
+        assertEquals(5, h.inFlight().get(), "the sends in a 1.5 s linger are still in the producer");
+        assertEquals(KafkaLink.Offer.CLOSED, first.send(null, bytes("refused"), null, r -> { }));
+        first.close();   // a no-op now: the producer belongs to the next link
+
+        KafkaLink second = open(link(broker.bootstrapServers(), "handoff").adopt(h));
+        awaitReport(true, 15_000);
+        for (int i = 0; i < 5; i++) {
+            String v = "new-" + i;
+            assertEquals(KafkaLink.Offer.ACCEPTED, second.send(null, bytes(v), null, r -> done.add(v)));
+        }
+        Set<String> completed = new HashSet<>();
+        for (int i = 0; i < 10; i++) {
+            String r = done.poll(15, TimeUnit.SECONDS);
+            assertNotNull(r, "callback " + i);
+            completed.add(r);
+        }
+        assertEquals(Set.of("old-0", "old-1", "old-2", "old-3", "old-4", "new-0", "new-1", "new-2", "new-3", "new-4"),
+            completed, "every send acked, those made before the hand-off through their own callbacks");
+        assertEquals(0, second.inFlight(), "one count for both links");
+        List<String> values = broker.consumeAll("handoff", Duration.ofSeconds(20)).stream()
+            .map(KafkaRecord::valueString).toList();
+        assertEquals(10, values.size(), "each record once: " + values);
+        assertEquals(10, new HashSet<>(values).size());
+    }
+
+    @Test
     @Order(3)
     void shouldReportTheTopicMissingAndFailSendsWhenTheClusterDoesNotCreateIt() throws Exception {
         KafkaLink l = open(link(broker.bootstrapServers(), "no-such-topic"));

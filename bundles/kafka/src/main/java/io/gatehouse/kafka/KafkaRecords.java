@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.kafka;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Kw;
+import io.netty.buffer.ByteBuf;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * What C_KAFKA makes of a message: the record's value (the message's JSON without the queue's {@code __md_trq__}),
+ * its key (the text at a path of the message) and the md it acks with. Pure functions, tested alone; the gclass
+ * keeps the tables, the actions and the producer.
+ */
+final class KafkaRecords {
+    private KafkaRecords() {}
+
+    /** What goes to Kafka: the value, the key (null: none), and the queue's md when the message came from a queue. */
+    static final class Outgoing {
+        final byte[] value;
+        final byte[] key;
+        final ObjectNode md;
+
+        Outgoing(byte[] value, byte[] key, ObjectNode md) {
+            this.value = value;
+            this.key = key;
+            this.md = md;
+        }
+    }
+
+    private static final byte[] MD_KEY = ("\"" + Kw.MD_TRQ + "\":").getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * A record as C_QIOGATE sends it. Its store writes the stored JSON with {@code ,"__md_trq__":{...}} appended
+     * inside the closing brace: the value is those bytes without it (no parse and no second serialisation of the
+     * message), the md is parsed from its own few bytes, and the key is read with a streaming parser that stops at
+     * it. Anything else (a queue that serialises another way) takes the general path: parse, remove, write.
+     */
+    static Outgoing fromQueue(ByteBuf buf, String[] keyPath) throws IOException {
+        byte[] b = new byte[buf.readableBytes()];
+        buf.getBytes(buf.readerIndex(), b);
+        int n = b.length;
+        int at = lastIndexOf(b, MD_KEY);
+        if (at > 0 && n >= 2 && b[n - 1] == '}' && (b[at - 1] == ',' || b[at - 1] == '{')) {
+            int mdFrom = at + MD_KEY.length;
+            JsonNode md = null;
+            try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
+                JsonNode tree = p.nextToken() == JsonToken.START_OBJECT ? Kw.MAPPER.readTree(p) : null;
+                // exactly one object up to the closing brace: the key is the last of the message
+                if (p.nextToken() == null) md = tree;
+            } catch (IOException notLast) {
+                // something follows the md: the general path below
+            }
+            if (md instanceof ObjectNode) {
+                int keep = b[at - 1] == ',' ? at - 1 : at;
+                byte[] value = new byte[keep + 1];
+                System.arraycopy(b, 0, value, 0, keep);
+                value[keep] = '}';
+                return new Outgoing(value, keyOf(value, keyPath), (ObjectNode) md);
+            }
+        }
+        JsonNode tree = Kw.MAPPER.readTree(b);
+        if (!(tree instanceof ObjectNode)) throw new IOException("not a JSON object");
+        ObjectNode msg = (ObjectNode) tree;
+        JsonNode md = msg.remove(Kw.MD_TRQ);
+        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath),
+                md instanceof ObjectNode ? (ObjectNode) md : null);
+    }
+
+    /** A message as a relay sends it to a durable output: a dict; metadata keys and references stay out. */
+    static Outgoing fromDict(ObjectNode kw, String[] keyPath) throws IOException {
+        ObjectNode msg = Kw.withoutMetadata(kw);
+        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath), null);
+    }
+
+    /** The key's text (a string as it is, a number or bool as its JSON text), null when absent or not a scalar. */
+    static byte[] keyText(JsonNode msg, String[] keyPath) {
+        if (keyPath == null) return null;
+        JsonNode n = msg;
+        for (String k : keyPath) {
+            n = n == null || !n.isObject() ? null : n.get(k);
+        }
+        if (n == null || !n.isValueNode() || n.isNull()) return null;
+        return n.asText().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** {@link #keyText} read from JSON bytes with a streaming parser, stopping at the key. */
+    static byte[] keyOf(byte[] json, String[] keyPath) throws IOException {
+        if (keyPath == null) return null;
+        try (JsonParser p = Kw.MAPPER.getFactory().createParser(json)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) throw new IOException("not a JSON object");
+            int level = 0;
+            while (true) {
+                JsonToken t = p.nextToken();
+                if (t != JsonToken.FIELD_NAME) return null;   // the end of the object looked at: no such key
+                String name = p.currentName();
+                JsonToken v = p.nextToken();
+                if (name.equals(keyPath[level])) {
+                    if (level == keyPath.length - 1) {
+                        return v.isScalarValue() && v != JsonToken.VALUE_NULL
+                                ? p.getText().getBytes(StandardCharsets.UTF_8) : null;
+                    }
+                    if (v != JsonToken.START_OBJECT) return null;
+                    level++;
+                } else {
+                    p.skipChildren();
+                }
+            }
+        }
+    }
+
+    private static int lastIndexOf(byte[] a, byte[] key) {
+        outer:
+        for (int i = a.length - key.length; i >= 0; i--) {
+            for (int j = 0; j < key.length; j++) {
+                if (a[i + j] != key[j]) continue outer;
+            }
+            return i;
+        }
+        return -1;
+    }
+}

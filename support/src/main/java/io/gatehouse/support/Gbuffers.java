@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.support;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+
+/**
+ * Buffers for message payloads (gbuffers) with room reserved in front of them, so the protocol gobj below
+ * writes its frame header in place instead of copying the payload behind the header into a second buffer.
+ *
+ * <pre>
+ *  readerIndex = HEADROOM                     after C_PROT_TCP4H framed it in place
+ *  +----------+----------------+              +------+---+----------------+
+ *  | (unused) | payload ...    |   ------&gt;    |      |hdr| payload ...    |
+ *  +----------+----------------+              +------+---+----------------+
+ *             ^ readerIndex                          ^ readerIndex - 4
+ * </pre>
+ *
+ * A producer that allocates with {@link #allocate} loses nothing if the protocol below has no header (the
+ * room stays unused); a payload without room is copied as before. Bytes before the reader index are free
+ * only in a buffer nobody else can see: {@link #canPrepend} accepts a root buffer (not a slice, duplicate or
+ * composite, whose bytes may be shared) holding a single reference.
+ */
+public final class Gbuffers {
+    private Gbuffers() {}
+
+    /** Bytes reserved in front of a payload by {@link #allocate}: enough for TCP4H (4) and a websocket frame (14). */
+    public static final int HEADROOM = 16;
+
+    private static final Class<?> SIMPLE_LEAK_AWARE = load("io.netty.buffer.SimpleLeakAwareByteBuf");
+    private static final Class<?> ADVANCED_LEAK_AWARE = load("io.netty.buffer.AdvancedLeakAwareByteBuf");
+
+    private static Class<?> load(String name) {
+        try {
+            return Class.forName(name, false, ByteBuf.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;   // another Netty: no buffer is taken for a leak-aware wrapper, payloads are copied
+        }
+    }
+
+    /**
+     * A pooled buffer for a payload of about {@code payloadCapacity} bytes (it grows as usual), with
+     * {@link #HEADROOM} bytes reserved before its reader index. Write the payload with the write methods.
+     */
+    public static ByteBuf allocate(ByteBufAllocator alloc, int payloadCapacity) {
+        ByteBuf b = alloc.buffer(HEADROOM + Math.max(0, payloadCapacity));
+        b.setIndex(HEADROOM, HEADROOM);
+        return b;
+    }
+
+    /** {@link #allocate} with the default allocator. */
+    public static ByteBuf allocate(int payloadCapacity) {
+        return allocate(ByteBufAllocator.DEFAULT, payloadCapacity);
+    }
+
+    /**
+     * True when {@code n} bytes before the reader index of {@code buf} may be overwritten: the caller owns the
+     * buffer, it holds the only reference, it shares its memory with no other buffer, and the room is there.
+     */
+    public static boolean canPrepend(ByteBuf buf, int n) {
+        if (buf.readerIndex() < n || buf.refCnt() != 1 || buf.isReadOnly()) return false;
+        ByteBuf root = buf;
+        Class<?> c = buf.getClass();
+        if (c == SIMPLE_LEAK_AWARE || c == ADVANCED_LEAK_AWARE) {
+            // Netty's leak detector wraps sampled buffers; the wrapper shares its indexes with the buffer it wraps.
+            root = buf.unwrap();
+            if (root == null || root.refCnt() != 1) return false;
+        }
+        return root.unwrap() == null && !(root instanceof CompositeByteBuf);
+    }
+
+    /**
+     * Moves the reader index back by 4 and writes {@code value} there as a big-endian int (a TCP4H header).
+     * Call only after {@link #canPrepend}{@code (buf, 4)} answered true.
+     */
+    public static ByteBuf prependInt(ByteBuf buf, int value) {
+        int r = buf.readerIndex() - 4;
+        buf.setInt(r, value);
+        buf.readerIndex(r);
+        return buf;
+    }
+}
