@@ -227,6 +227,7 @@ public final class QIoGate implements GObjBehavior {
     private final Streak bottomRefused = new Streak();
     private final Streak unreadable = new Streak();
     private final Streak badAck = new Streak();
+    private final AckScan ackScan = new AckScan();
     private final Streak noResult = new Streak();
     private final Streak strayAck = new Streak();
     private final Streak nacked = new Streak();
@@ -544,6 +545,14 @@ public final class QIoGate implements GObjBehavior {
         ObjectNode ack = kw;
         ByteBuf buf = Kw.takeGbuffer(kw);
         if (buf != null) {
+            if (ackScan.scan(buf) == AckScan.FOUND) {
+                // the usual ack: its rowid, t, generation and result read from the bytes, no tree
+                buf.release();
+                int r = trq == null ? processAck(ack) : processAck(null, ackScan.rowid(), ackScan.hasT(), ackScan.t(),
+                        ackScan.hasGen(), ackScan.gen(), ackScan.hasResult(), ackScan.result());
+                sendBatch();
+                return r;
+            }
             try {
                 ack = Kw.parse(buf);
             } catch (IOException e) {
@@ -885,10 +894,21 @@ public final class QIoGate implements GObjBehavior {
             }
             return -1;
         }
-        if (badAck.active()) Glog.info(gobj, "Valid acks again", "bad_acks", badAck.end());
-        long t = mdOrTop.path(TrQueue.MSG_T).asLong(0);
+        JsonNode tNode = mdOrTop.get(TrQueue.MSG_T);
+        JsonNode genNode = mdOrTop.get(TrQueue.MSG_GEN);
         JsonNode res = md != null && md.has(Kw.RESULT) ? md.get(Kw.RESULT) : ack.get(Kw.RESULT);
-        if (res == null) {
+        return processAck(ack, rowid, tNode != null, mdOrTop.path(TrQueue.MSG_T).asLong(0), genNode != null,
+                genNode == null ? 0 : genNode.asLong(), res != null, res == null ? 0 : res.asInt(0));
+    }
+
+    /**
+     * An ack with a valid rowid, from its tree ({@code ack}, matched by trqueue) or from {@link AckScan} ({@code ack}
+     * null: matched here, as {@link TrQueue#matchAck} does, on the rowid, the generation and t when they are given).
+     */
+    private int processAck(ObjectNode ack, long rowid, boolean hasT, long t, boolean hasGen, long gen,
+                           boolean hasResult, int result) {
+        if (badAck.active()) Glog.info(gobj, "Valid acks again", "bad_acks", badAck.end());
+        if (!hasResult) {
             // Yuneta's rule, and what an echoing peer does: every ack of that peer lacks it.
             if (noResult.hit()) {
                 Glog.error(gobj, "Ack without result, taken as 0 (said once until an ack has one)", "rowid", rowid);
@@ -896,10 +916,9 @@ public final class QIoGate implements GObjBehavior {
         } else if (noResult.active()) {
             Glog.info(gobj, "Acks carry a result again", "without_result", noResult.end());
         }
-        int result = res == null ? 0 : res.asInt(0);
-        QueueMessage m = trq.matchAck(ack);
+        QueueMessage m = ack != null ? trq.matchAck(ack) : matchScanned(rowid, hasT, t, hasGen, gen);
         if (m == null) {
-            ignoreAck(mdOrTop, rowid, t);
+            ignoreAck(rowid, t, hasGen ? gen : trq.generation());
             return 0;
         }
         if (strayAck.active()) Glog.info(gobj, "Acks match the queue again", "ignored", strayAck.end());
@@ -926,11 +945,17 @@ public final class QIoGate implements GObjBehavior {
         return 0;
     }
 
+    /** {@link TrQueue#matchAck} of a scanned ack: the listed message of that rowid, generation and t, or null. */
+    private QueueMessage matchScanned(long rowid, boolean hasT, long t, boolean hasGen, long gen) {
+        if (hasGen && gen != trq.generation()) return null;
+        QueueMessage m = trq.getByRowid(rowid);
+        if (m == null || (hasT && t != m.t())) return null;
+        return m;
+    }
+
     /** An ack that matches no message of the queue: a duplicate is normal (a resend crossed its ack); the rest is not. */
-    private void ignoreAck(JsonNode md, long rowid, long t) {
+    private void ignoreAck(long rowid, long t, long gen) {
         gobj.inc(IGNORED_ACKS);
-        JsonNode genNode = md.get(TrQueue.MSG_GEN);
-        long gen = genNode == null ? trq.generation() : genNode.asLong();
         int pending = trq.checkPendingRowid(gen, t, rowid);
         if (pending == 0) {
             Glog.debug(gobj, "Duplicate ack ignored", "rowid", rowid);

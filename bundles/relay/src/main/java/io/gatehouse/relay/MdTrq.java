@@ -27,7 +27,8 @@ import java.util.Map;
  * <p>{@link #scan} walks the readable bytes once, as strictly as Jackson's default parser reads them (strings with
  * their escapes and UTF-8, numbers, literals, nesting), and finds the last top-level {@code __md_trq__} whose value
  * is an object, as {@code Kw.parse(buf).get("__md_trq__")} does. Whatever it cannot vouch for (not an object at the
- * top, a BOM, nesting deeper than {@value #MAX_DEPTH}, an invalid byte, a huge message) is {@link #UNSURE}: the
+ * top, a top-level key spelt with escapes, a BOM, nesting deeper than {@value #MAX_DEPTH}, an invalid byte, a huge
+ * message) is {@link #UNSURE}: the
  * caller asks Jackson, as before, so the answer is the same for every input.
  *
  * <p>The ack ({@code {"__md_trq__":{<md>,"result":R}}}) is the bytes Jackson writes for the parsed dict with
@@ -327,6 +328,7 @@ final class MdTrq {
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
+            if (escaped(ks, i)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
             boolean md = equalsAt(ks, i, MD_KEY);
             i = ws(i);
             if (i >= n || a[i] != ':') return -1;
@@ -571,6 +573,13 @@ final class MdTrq {
     private int ws(int i) {
         while (i < n && isWs(a[i])) i++;
         return i;
+    }
+
+    private boolean escaped(int from, int to) {
+        for (int k = from + 1; k < to - 1; k++) {
+            if (a[k] == '\\') return true;
+        }
+        return false;
     }
 
     private boolean equalsAt(int from, int to, byte[] word) {
