@@ -97,8 +97,14 @@ public class UpdateBundleBadInputIT extends ITSupport {
         return Path.of(System.getProperty(JARS), name).toUri().toString();
     }
 
+    /** Sent once, answered when the command is done (a resend after a read timeout would be a second command). */
     private static JsonNode update(String url, boolean rollback) {
-        return cmd("update-bundle name=" + SINK + " url=" + url + (rollback ? " rollback=true" : ""));
+        String line = "update-bundle name=" + SINK + " url=" + url + (rollback ? " rollback=true" : "");
+        try {
+            return JSON.readTree(ControlLink.command(Integer.getInteger(PORT), line, 180_000));
+        } catch (IOException e) {
+            throw new AssertionError("no answer to '" + line + "'", e);
+        }
     }
 
     /** The versions of the sink bundle installed, and the one serving C_SINK ("" if none does). */

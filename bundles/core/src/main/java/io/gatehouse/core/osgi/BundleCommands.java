@@ -59,6 +59,12 @@ final class BundleCommands {
     private static final long TAKE_OVER_TIMEOUT_MS = 60_000;
     /** Longest wait for FileInstall to install a jar put into deploy/, and again to start it. */
     private static final long FILE_INSTALL_TIMEOUT_MS = 30_000;
+    /**
+     * FileInstall installs, refreshes and starts a jar in one scan: a bundle it installed that is still not active
+     * this long after it appeared will not be started by it (it does not resolve, or its activator throws), and the
+     * command's own start then says why, without keeping the operator waiting for the whole timeout.
+     */
+    private static final long FILE_INSTALL_SETTLE_MS = 5_000;
     private static final String FILE_INSTALL_BSN = "org.apache.felix.fileinstall";
 
     private final BundleContext context;
@@ -310,8 +316,10 @@ final class BundleCommands {
                 // FileInstall installs, refreshes, then starts: a start from here before it is done would be stopped
                 // again by that refresh. It gets a while to start the bundle; the caller's start then says why not.
                 long started = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FILE_INSTALL_TIMEOUT_MS);
+                long settled = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FILE_INSTALL_SETTLE_MS);
                 while (b.getState() != Bundle.ACTIVE && b.getState() != Bundle.UNINSTALLED
-                        && System.nanoTime() < started) {
+                        && System.nanoTime() < started
+                        && (b.getState() == Bundle.STARTING || System.nanoTime() < settled)) {
                     Thread.sleep(20);
                 }
                 return b;
