@@ -65,9 +65,12 @@ public class JsonScan {
         return true;
     }
 
-    /** Any value at {@code i}, nested {@code depth} deep (its containers count one more). */
+    /**
+     * Any value at {@code i}, nested {@code depth} deep (its containers count one more); -1 when {@code i} is -1,
+     * so it takes what {@link #colon} answers.
+     */
     public final int value(int i, int depth) {
-        if (i >= n) return -1;
+        if (i < 0 || i >= n) return -1;
         byte c = a[i];
         switch (c) {
             case '"': return string(i);
@@ -83,15 +86,12 @@ public class JsonScan {
     /** An object at {@code i} that is {@code depth} deep. */
     public final int object(int i, int depth) {
         if (depth > MAX_DEPTH) return -1;
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             i = key(i);
             if (i < 0) return -1;
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = value(ws(i + 1), depth);
+            i = value(colon(i), depth);
             if (i < 0) return -1;
             i = next(i, '}');
             if (i <= 0) return ~i;
@@ -101,8 +101,8 @@ public class JsonScan {
     /** An array at {@code i} that is {@code depth} deep. */
     public final int array(int i, int depth) {
         if (depth > MAX_DEPTH) return -1;
-        i = ws(i + 1);
-        if (i < n && a[i] == ']') return i + 1;
+        i = first(i, ']');
+        if (i <= 0) return ~i;
         while (true) {
             i = value(i, depth);
             if (i < 0) return -1;
@@ -124,8 +124,26 @@ public class JsonScan {
         return a[i] == close ? ~(i + 1) : 0;
     }
 
-    /** A field name: a string, not longer than Jackson takes. */
+    /**
+     * After the opening bracket at {@code i} of a container that ends with {@code close}: the index of its first
+     * member (a positive number), or {@code ~end} when it is empty, {@code end} being the index after it. Callers
+     * answer {@code ~first} when it is not positive.
+     */
+    public final int first(int i, char close) {
+        i = ws(i + 1);
+        return i < n && a[i] == close ? ~(i + 1) : i;
+    }
+
+    /** After a field name that ends before {@code i}: the index of its value (after the colon), or -1. */
+    public final int colon(int i) {
+        i = ws(i);
+        if (i >= n || a[i] != ':') return -1;
+        return ws(i + 1);
+    }
+
+    /** A field name at {@code i}: a string, not longer than Jackson takes. */
     public final int key(int i) {
+        if (i >= n || a[i] != '"') return -1;
         int end = string(i);
         return end - i > MAX_NAME ? -1 : end;
     }

@@ -91,6 +91,18 @@ class JsonScanTest {
     }
 
     @Test
+    void shouldSayWhereAContainerStartsAndAValueFollowsItsName() {
+        assertTrue(scan.load(Unpooled.wrappedBuffer(utf8("{ } [ 1] {\"k\" : 2} {\"k\" 2"))));
+        assertEquals(~3, scan.first(0, '}'), "empty: the index after it");
+        assertEquals(6, scan.first(4, ']'), "the first member");
+        assertEquals(-1, scan.key(6), "not a field name");
+        assertEquals(13, scan.key(10));
+        assertEquals(16, scan.colon(13), "the value, after the colon and whitespace");
+        assertEquals(-1, scan.colon(23), "no colon");
+        assertEquals(-1, scan.value(-1, 0), "takes what colon answers");
+    }
+
+    @Test
     void shouldMatchKeysAndSeeEscapes() {
         byte[] key = JsonScan.ascii("\"ab\"");
         assertTrue(scan.load(Unpooled.wrappedBuffer(utf8("\"ab\" \"a\\u0062\""))));

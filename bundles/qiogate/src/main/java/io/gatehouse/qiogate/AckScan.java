@@ -114,19 +114,17 @@ final class AckScan extends JsonScan {
     // --- Its own part of the walk (the rest is JsonScan's): each method takes the index of a token's first byte, answers the index after it, or -1 ---
 
     private int topObject(int i) {
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (escaped(ks, i)) return -1;   // a key spelt with escapes may be one of ours: the tree knows
             boolean isMd = equalsAt(ks, i, MD_KEY);
             boolean isResult = !isMd && equalsAt(ks, i, RESULT_KEY);
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
+            if (i < 0) return -1;
             if (isMd && i < n && a[i] == '{') {
                 i = mdObject(i);
                 if (i < 0) return -1;
@@ -152,18 +150,15 @@ final class AckScan extends JsonScan {
         tState = ABSENT;
         genState = ABSENT;
         mdResultState = ABSENT;
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             int ke = i;
             if (escaped(ks, ke)) return -1;
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
             int vs = i;
             i = value(i, 2);
             if (i < 0) return -1;

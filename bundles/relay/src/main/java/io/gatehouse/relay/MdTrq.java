@@ -303,18 +303,16 @@ final class MdTrq extends JsonScan {
     // --- Its own part of the walk (the rest is JsonScan's): each method takes the index of a token's first byte, answers the index after it, or -1 ---
 
     private int topObject(int i) {
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (escaped(ks, i)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
             boolean md = equalsAt(ks, i, MD_KEY);
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
+            if (i < 0) return -1;
             if (md && i < n && a[i] == '{') {
                 int vs = i;
                 i = mdObject(i);
@@ -335,17 +333,14 @@ final class MdTrq extends JsonScan {
     private int mdObject(int i) {
         simple = true;
         keys = 0;
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (simple) simple = simpleKey(ks, i);
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
             int vs = i;
             i = value(i, 2);
             if (i < 0) return -1;
