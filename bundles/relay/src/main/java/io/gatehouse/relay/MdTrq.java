@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import io.gatehouse.api.Kw;
 import io.gatehouse.support.Gbuffers;
+import io.gatehouse.support.JsonScan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 
@@ -27,7 +28,7 @@ import java.util.Map;
  * <p>{@link #scan} walks the readable bytes once, as strictly as Jackson's default parser reads them (strings with
  * their escapes and UTF-8, numbers, literals, nesting), and finds the last top-level {@code __md_trq__} whose value
  * is an object, as {@code Kw.parse(buf).get("__md_trq__")} does. Whatever it cannot vouch for (not an object at the
- * top, a top-level key spelt with escapes, a BOM, nesting deeper than {@value #MAX_DEPTH}, an invalid byte, a huge
+ * top, a top-level key spelt with escapes, a BOM, nesting deeper than {@value JsonScan#MAX_DEPTH}, an invalid byte, a huge
  * message) is {@link #UNSURE}: the
  * caller asks Jackson, as before, so the answer is the same for every input.
  *
@@ -41,9 +42,9 @@ import java.util.Map;
  * Jackson's parser and contexts per message.
  *
  * <p>One per relay, used on the core loop only; the bytes of the last scan are kept in a scratch array until the
- * next scan (arrays above {@value #KEEP} bytes are not kept).
+ * next scan (arrays above {@value JsonScan#KEEP} bytes are not kept).
  */
-final class MdTrq {
+final class MdTrq extends JsonScan {
     /** The message is a JSON object with a top-level {@code __md_trq__} object. */
     static final int FOUND = 0;
     /** The message is a JSON object without a top-level {@code __md_trq__} object: there is nothing to ack. */
@@ -51,27 +52,14 @@ final class MdTrq {
     /** Not JSON this scan vouches for: parse it to know. */
     static final int UNSURE = -2;
 
-    static final int MAX_DEPTH = 64;
-    static final int KEEP = 64 * 1024;
-    /** Larger messages go to Jackson (whose own limits then apply). */
-    static final int MAX_BYTES = 16 * 1024 * 1024;
     private static final int MAX_MD_KEYS = 16;
-    private static final int MAX_NUMBER = 100;
-    /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
-    private static final int MAX_NAME = 50_000;
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
     private static final byte[] MD_KEY = ascii("\"" + Kw.MD_TRQ + "\"");
     private static final byte[] RESULT_KEY = ascii("\"" + Kw.RESULT + "\"");
     private static final byte[] ACK_HEAD = ascii("{\"" + Kw.MD_TRQ + "\":{");
     private static final byte[] RESULT_FIELD = ascii("\"" + Kw.RESULT + "\":");
-    private static final byte[] TRUE = ascii("true");
-    private static final byte[] FALSE = ascii("false");
-    private static final byte[] NULL = ascii("null");
 
-    private byte[] scratch = new byte[512];
-    private byte[] a = scratch;
-    private int n;
     private int mdFrom = -1;
     private int mdTo = -1;
     private boolean simple;
@@ -79,20 +67,14 @@ final class MdTrq {
     private final int[] keyTo = new int[MAX_MD_KEYS];
     private int keys;
 
+    MdTrq() {
+        super(512);
+    }
+
     /** Scans the readable bytes of {@code buf} (not consumed): {@link #FOUND}, {@link #NONE} or {@link #UNSURE}. */
     int scan(ByteBuf buf) {
         mdFrom = -1;
-        n = buf.readableBytes();
-        if (n > MAX_BYTES) return UNSURE;
-        if (n <= scratch.length) {
-            a = scratch;
-        } else if (n <= KEEP) {
-            scratch = new byte[Math.min(KEEP, Integer.highestOneBit(n - 1) << 1)];
-            a = scratch;
-        } else {
-            a = new byte[n];
-        }
-        buf.getBytes(buf.readerIndex(), a, 0, n);
+        if (!load(buf)) return UNSURE;
         int i = ws(0);
         if (i >= n || a[i] != '{') return UNSURE;
         if (topObject(i) < 0) {
@@ -318,21 +300,19 @@ final class MdTrq {
         return b.bitLength() <= 63 ? F.numberNode(b.longValue()) : F.numberNode(b);
     }
 
-    // --- The walk: each method takes the index of a token's first byte, answers the index after it, or -1 ---
+    // --- Its own part of the walk (the rest is JsonScan's): each method takes the index of a token's first byte, answers the index after it, or -1 ---
 
     private int topObject(int i) {
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (escaped(ks, i)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
             boolean md = equalsAt(ks, i, MD_KEY);
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
+            if (i < 0) return -1;
             if (md && i < n && a[i] == '{') {
                 int vs = i;
                 i = mdObject(i);
@@ -344,13 +324,8 @@ final class MdTrq {
                 i = value(i, 1);
                 if (i < 0) return -1;
             }
-            i = ws(i);
-            if (i >= n) return -1;
-            if (a[i] == ',') {
-                i = ws(i + 1);
-            } else {
-                return a[i] == '}' ? i + 1 : -1;
-            }
+            i = next(i, '}');
+            if (i <= 0) return ~i;
         }
     }
 
@@ -358,28 +333,20 @@ final class MdTrq {
     private int mdObject(int i) {
         simple = true;
         keys = 0;
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
-            if (i >= n || a[i] != '"') return -1;
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (simple) simple = simpleKey(ks, i);
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = ws(i + 1);
+            i = colon(i);
             int vs = i;
             i = value(i, 2);
             if (i < 0) return -1;
             if (simple) simple = simpleValue(vs, i);
-            i = ws(i);
-            if (i >= n) return -1;
-            if (a[i] == ',') {
-                i = ws(i + 1);
-            } else {
-                return a[i] == '}' ? i + 1 : -1;
-            }
+            i = next(i, '}');
+            if (i <= 0) return ~i;
         }
     }
 
@@ -415,190 +382,5 @@ final class MdTrq {
             if (c == '\\' || c < 0x20 || c > 0x7e) return false;
         }
         return true;
-    }
-
-    private int value(int i, int depth) {
-        if (i >= n) return -1;
-        byte c = a[i];
-        switch (c) {
-            case '"': return string(i);
-            case '{': return object(i, depth + 1);
-            case '[': return array(i, depth + 1);
-            case 't': return literal(i, TRUE);
-            case 'f': return literal(i, FALSE);
-            case 'n': return literal(i, NULL);
-            default: return c == '-' || (c >= '0' && c <= '9') ? number(i) : -1;
-        }
-    }
-
-    private int object(int i, int depth) {
-        if (depth > MAX_DEPTH) return -1;
-        i = ws(i + 1);
-        if (i < n && a[i] == '}') return i + 1;
-        while (true) {
-            if (i >= n || a[i] != '"') return -1;
-            i = key(i);
-            if (i < 0) return -1;
-            i = ws(i);
-            if (i >= n || a[i] != ':') return -1;
-            i = value(ws(i + 1), depth);
-            if (i < 0) return -1;
-            i = ws(i);
-            if (i >= n) return -1;
-            if (a[i] == ',') {
-                i = ws(i + 1);
-            } else {
-                return a[i] == '}' ? i + 1 : -1;
-            }
-        }
-    }
-
-    private int array(int i, int depth) {
-        if (depth > MAX_DEPTH) return -1;
-        i = ws(i + 1);
-        if (i < n && a[i] == ']') return i + 1;
-        while (true) {
-            i = value(i, depth);
-            if (i < 0) return -1;
-            i = ws(i);
-            if (i >= n) return -1;
-            if (a[i] == ',') {
-                i = ws(i + 1);
-            } else {
-                return a[i] == ']' ? i + 1 : -1;
-            }
-        }
-    }
-
-    /** A field name: a string, not longer than Jackson takes. */
-    private int key(int i) {
-        int end = string(i);
-        return end - i > MAX_NAME ? -1 : end;
-    }
-
-    /** A string token: escapes as JSON has them, no control character, valid UTF-8. */
-    private int string(int i) {
-        int k = i + 1;
-        while (k < n) {
-            int c = a[k];
-            if (c == '"') return k + 1;
-            if (c == '\\') {
-                if (++k >= n) return -1;
-                int e = a[k];
-                if (e == 'u') {
-                    if (k + 4 >= n) return -1;
-                    for (int h = 1; h <= 4; h++) {
-                        if (!isHex(a[k + h])) return -1;
-                    }
-                    k += 5;
-                } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
-                    k++;
-                } else {
-                    return -1;
-                }
-            } else if (c >= 0x20) {
-                k++;
-            } else if (c >= 0) {
-                return -1;   // a control character
-            } else {
-                k = utf8(k);
-                if (k < 0) return -1;
-            }
-        }
-        return -1;
-    }
-
-    /** A multi-byte UTF-8 sequence at {@code k} (well formed: no overlong form, no surrogate, at most U+10FFFF). */
-    private int utf8(int k) {
-        int b0 = a[k] & 0xff;
-        int len;
-        int min2;
-        int max2;
-        if (b0 >= 0xc2 && b0 <= 0xdf) {
-            len = 2; min2 = 0x80; max2 = 0xbf;
-        } else if (b0 >= 0xe0 && b0 <= 0xef) {
-            len = 3;
-            min2 = b0 == 0xe0 ? 0xa0 : 0x80;
-            max2 = b0 == 0xed ? 0x9f : 0xbf;
-        } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-            len = 4;
-            min2 = b0 == 0xf0 ? 0x90 : 0x80;
-            max2 = b0 == 0xf4 ? 0x8f : 0xbf;
-        } else {
-            return -1;
-        }
-        if (k + len > n) return -1;
-        int b1 = a[k + 1] & 0xff;
-        if (b1 < min2 || b1 > max2) return -1;
-        for (int j = 2; j < len; j++) {
-            if ((a[k + j] & 0xc0) != 0x80) return -1;
-        }
-        return k + len;
-    }
-
-    /** A number as JSON has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-    private int number(int i) {
-        int k = i;
-        if (a[k] == '-') k++;
-        if (k >= n) return -1;
-        if (a[k] == '0') {
-            k++;
-        } else if (isDigit(a[k])) {
-            while (k < n && isDigit(a[k])) k++;
-        } else {
-            return -1;
-        }
-        if (k < n && a[k] == '.') {
-            k++;
-            if (k >= n || !isDigit(a[k])) return -1;
-            while (k < n && isDigit(a[k])) k++;
-        }
-        if (k < n && (a[k] == 'e' || a[k] == 'E')) {
-            k++;
-            if (k < n && (a[k] == '+' || a[k] == '-')) k++;
-            if (k >= n || !isDigit(a[k])) return -1;
-            while (k < n && isDigit(a[k])) k++;
-        }
-        return k - i > MAX_NUMBER ? -1 : k;
-    }
-
-    private int literal(int i, byte[] word) {
-        if (i + word.length > n) return -1;
-        for (int j = 1; j < word.length; j++) {
-            if (a[i + j] != word[j]) return -1;
-        }
-        return i + word.length;
-    }
-
-    private int ws(int i) {
-        while (i < n && isWs(a[i])) i++;
-        return i;
-    }
-
-    private boolean escaped(int from, int to) {
-        for (int k = from + 1; k < to - 1; k++) {
-            if (a[k] == '\\') return true;
-        }
-        return false;
-    }
-
-    private boolean equalsAt(int from, int to, byte[] word) {
-        return to - from == word.length && java.util.Arrays.equals(a, from, to, word, 0, word.length);
-    }
-
-    private static boolean isWs(byte c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-    }
-
-    private static boolean isDigit(byte c) {
-        return c >= '0' && c <= '9';
-    }
-
-    private static boolean isHex(byte c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    }
-
-    private static byte[] ascii(String s) {
-        return s.getBytes(StandardCharsets.US_ASCII);
     }
 }

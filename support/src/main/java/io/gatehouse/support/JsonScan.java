@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.support;
+
+import io.netty.buffer.ByteBuf;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * The byte walk of a JSON message with no tree, as strict as Jackson's default parser reads it: strings with their
+ * escapes and UTF-8, numbers, literals, nesting up to {@value #MAX_DEPTH}. The scans that read a few fields of a
+ * message from its bytes (C_RELAY's {@code MdTrq}, C_QIOGATE's {@code AckScan}) extend it and keep only their own
+ * part: the top-level object and the fields they take.
+ *
+ * <p>{@link #load} copies the readable bytes of a buffer into {@link #a} (a scratch array kept between loads, up to
+ * {@value #KEEP} bytes; larger ones are not kept). Each walk method takes the index of a token's first byte in
+ * {@code a[0, n)} and answers the index after it, or -1 when the bytes are not JSON the walk vouches for. No method
+ * allocates, but {@link #load} when a message is larger than the scratch.
+ *
+ * <p>Not thread safe: one per gclass instance, used on its core loop.
+ */
+public class JsonScan {
+    /** Deeper nesting is not vouched for (Jackson's own limit is larger). */
+    public static final int MAX_DEPTH = 64;
+    /** Scratch arrays up to this size are kept between loads. */
+    public static final int KEEP = 64 * 1024;
+    /** Larger messages are not loaded (they go to Jackson, whose own limits then apply). */
+    public static final int MAX_BYTES = 16 * 1024 * 1024;
+    private static final int MAX_NUMBER = 100;
+    /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
+    private static final int MAX_NAME = 50_000;
+
+    private static final byte[] TRUE = ascii("true");
+    private static final byte[] FALSE = ascii("false");
+    private static final byte[] NULL = ascii("null");
+
+    private byte[] scratch;
+    /** The bytes of the last {@link #load}, in {@code [0, n)}. */
+    protected byte[] a;
+    /** The length of the last {@link #load}. */
+    protected int n;
+
+    /** A scan whose first scratch array has {@code scratchSize} bytes. */
+    public JsonScan(int scratchSize) {
+        scratch = new byte[scratchSize];
+        a = scratch;
+    }
+
+    /**
+     * Copies the readable bytes of {@code buf} (not consumed) into {@link #a}; false, with nothing loaded but
+     * {@link #n}, when there are more than {@value #MAX_BYTES}.
+     */
+    public final boolean load(ByteBuf buf) {
+        n = buf.readableBytes();
+        if (n > MAX_BYTES) return false;
+        if (n <= scratch.length) {
+            a = scratch;
+        } else if (n <= KEEP) {
+            scratch = new byte[Math.min(KEEP, Integer.highestOneBit(n - 1) << 1)];
+            a = scratch;
+        } else {
+            a = new byte[n];
+        }
+        buf.getBytes(buf.readerIndex(), a, 0, n);
+        return true;
+    }
+
+    /**
+     * Any value at {@code i}, nested {@code depth} deep (its containers count one more); -1 when {@code i} is -1,
+     * so it takes what {@link #colon} answers.
+     */
+    public final int value(int i, int depth) {
+        if (i < 0 || i >= n) return -1;
+        byte c = a[i];
+        switch (c) {
+            case '"': return string(i);
+            case '{': return object(i, depth + 1);
+            case '[': return array(i, depth + 1);
+            case 't': return literal(i, TRUE);
+            case 'f': return literal(i, FALSE);
+            case 'n': return literal(i, NULL);
+            default: return c == '-' || (c >= '0' && c <= '9') ? number(i) : -1;
+        }
+    }
+
+    /** An object at {@code i} that is {@code depth} deep. */
+    public final int object(int i, int depth) {
+        if (depth > MAX_DEPTH) return -1;
+        i = first(i, '}');
+        if (i <= 0) return ~i;
+        while (true) {
+            i = key(i);
+            if (i < 0) return -1;
+            i = value(colon(i), depth);
+            if (i < 0) return -1;
+            i = next(i, '}');
+            if (i <= 0) return ~i;
+        }
+    }
+
+    /** An array at {@code i} that is {@code depth} deep. */
+    public final int array(int i, int depth) {
+        if (depth > MAX_DEPTH) return -1;
+        i = first(i, ']');
+        if (i <= 0) return ~i;
+        while (true) {
+            i = value(i, depth);
+            if (i < 0) return -1;
+            i = next(i, ']');
+            if (i <= 0) return ~i;
+        }
+    }
+
+    /**
+     * After a member of a container that ends with {@code close}: the index of the next member (after the comma
+     * and whitespace, a positive number), or {@code ~end} (not positive) when the container ends there, {@code end}
+     * being the index after it, or {@code ~(-1)} (0) when neither follows. Callers loop while it is positive and
+     * answer {@code ~next} otherwise: the end, or -1.
+     */
+    public final int next(int i, char close) {
+        i = ws(i);
+        if (i >= n) return 0;
+        if (a[i] == ',') return ws(i + 1);
+        return a[i] == close ? ~(i + 1) : 0;
+    }
+
+    /**
+     * After the opening bracket at {@code i} of a container that ends with {@code close}: the index of its first
+     * member (a positive number), or {@code ~end} when it is empty, {@code end} being the index after it. Callers
+     * answer {@code ~first} when it is not positive.
+     */
+    public final int first(int i, char close) {
+        i = ws(i + 1);
+        return i < n && a[i] == close ? ~(i + 1) : i;
+    }
+
+    /** After a field name that ends before {@code i}: the index of its value (after the colon), or -1. */
+    public final int colon(int i) {
+        i = ws(i);
+        if (i >= n || a[i] != ':') return -1;
+        return ws(i + 1);
+    }
+
+    /** A field name at {@code i}: a string, not longer than Jackson takes. */
+    public final int key(int i) {
+        if (i >= n || a[i] != '"') return -1;
+        int end = string(i);
+        return end - i > MAX_NAME ? -1 : end;
+    }
+
+    /** A string token: escapes as JSON has them, no control character, valid UTF-8. */
+    public final int string(int i) {
+        int k = i + 1;
+        while (k < n) {
+            int c = a[k];
+            if (c == '"') return k + 1;
+            if (c == '\\') {
+                if (++k >= n) return -1;
+                int e = a[k];
+                if (e == 'u') {
+                    if (k + 4 >= n) return -1;
+                    for (int h = 1; h <= 4; h++) {
+                        if (!isHex(a[k + h])) return -1;
+                    }
+                    k += 5;
+                } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                    k++;
+                } else {
+                    return -1;
+                }
+            } else if (c >= 0x20) {
+                k++;
+            } else if (c >= 0) {
+                return -1;   // a control character
+            } else {
+                k = utf8(k);
+                if (k < 0) return -1;
+            }
+        }
+        return -1;
+    }
+
+    /** A multi-byte UTF-8 sequence at {@code k} (well formed: no overlong form, no surrogate, at most U+10FFFF). */
+    private int utf8(int k) {
+        int b0 = a[k] & 0xff;
+        int len;
+        int min2;
+        int max2;
+        if (b0 >= 0xc2 && b0 <= 0xdf) {
+            len = 2; min2 = 0x80; max2 = 0xbf;
+        } else if (b0 >= 0xe0 && b0 <= 0xef) {
+            len = 3;
+            min2 = b0 == 0xe0 ? 0xa0 : 0x80;
+            max2 = b0 == 0xed ? 0x9f : 0xbf;
+        } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+            len = 4;
+            min2 = b0 == 0xf0 ? 0x90 : 0x80;
+            max2 = b0 == 0xf4 ? 0x8f : 0xbf;
+        } else {
+            return -1;
+        }
+        if (k + len > n) return -1;
+        int b1 = a[k + 1] & 0xff;
+        if (b1 < min2 || b1 > max2) return -1;
+        for (int j = 2; j < len; j++) {
+            if ((a[k + j] & 0xc0) != 0x80) return -1;
+        }
+        return k + len;
+    }
+
+    /** A number as JSON has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? of at most 100 bytes. */
+    public final int number(int i) {
+        int k = i;
+        if (a[k] == '-') k++;
+        if (k >= n) return -1;
+        if (a[k] == '0') {
+            k++;
+        } else if (isDigit(a[k])) {
+            while (k < n && isDigit(a[k])) k++;
+        } else {
+            return -1;
+        }
+        if (k < n && a[k] == '.') {
+            k++;
+            if (k >= n || !isDigit(a[k])) return -1;
+            while (k < n && isDigit(a[k])) k++;
+        }
+        if (k < n && (a[k] == 'e' || a[k] == 'E')) {
+            k++;
+            if (k < n && (a[k] == '+' || a[k] == '-')) k++;
+            if (k >= n || !isDigit(a[k])) return -1;
+            while (k < n && isDigit(a[k])) k++;
+        }
+        return k - i > MAX_NUMBER ? -1 : k;
+    }
+
+    private int literal(int i, byte[] word) {
+        if (i + word.length > n) return -1;
+        for (int j = 1; j < word.length; j++) {
+            if (a[i + j] != word[j]) return -1;
+        }
+        return i + word.length;
+    }
+
+    /** The index of the first byte at or after {@code i} that is not JSON whitespace ({@link #n} at the end). */
+    public final int ws(int i) {
+        while (i < n && isWs(a[i])) i++;
+        return i;
+    }
+
+    /** Whether the string token in [from, to) has an escape. */
+    public final boolean escaped(int from, int to) {
+        for (int k = from + 1; k < to - 1; k++) {
+            if (a[k] == '\\') return true;
+        }
+        return false;
+    }
+
+    /** Whether the bytes in [from, to) are {@code word}. */
+    public final boolean equalsAt(int from, int to, byte[] word) {
+        return to - from == word.length && Arrays.equals(a, from, to, word, 0, word.length);
+    }
+
+    public static boolean isWs(byte c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    }
+
+    public static boolean isDigit(byte c) {
+        return c >= '0' && c <= '9';
+    }
+
+    public static boolean isHex(byte c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    }
+
+    /** The ASCII bytes of {@code s} (a key to match with {@link #equalsAt}, quotes included). */
+    public static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.support;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The walk alone (MdTrqTest and AckScanTest check the scans built on it against Jackson at length). */
+class JsonScanTest {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private final JsonScan scan = new JsonScan(16);
+
+    /** Whether the walk takes the whole text as one value, whitespace around it allowed. */
+    private boolean whole(byte[] bytes) {
+        ByteBuf buf = Unpooled.wrappedBuffer(bytes);
+        try {
+            assertTrue(scan.load(buf));
+            assertEquals(0, buf.readerIndex(), "the buffer is not consumed");
+            int end = scan.value(scan.ws(0), 0);
+            return end > 0 && scan.ws(end) == bytes.length;
+        } finally {
+            buf.release();
+        }
+    }
+
+    private boolean jackson(byte[] bytes) {
+        try {
+            return MAPPER.readTree(bytes) != null && !MAPPER.readTree(bytes).isMissingNode();
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldTakeWhatJacksonTakesAndRefuseWhatItRefuses() {
+        String[] good = {"{}", "[]", " {\"a\" : [1, -0.5e+3, true, false, null, \"x\\u00e9\\n\"]} ", "\"é€𝄞\"", "0",
+                "{\"a\":{\"b\":{}}}", "-12", "1E9"};
+        String[] bad = {"{", "[1,]", "{\"a\":}", "{\"a\" 1}", "01", "1.", "-", "tru", "nul", "\"\\x\"", "\"\\u12g4\"",
+                "\"a\u0001\"", "{\"a\":1,}", "[1 2]", "\"open"};
+        for (String s : good) {
+            assertTrue(jackson(utf8(s)), s);
+            assertTrue(whole(utf8(s)), s);
+        }
+        for (String s : bad) {
+            assertFalse(jackson(utf8(s)), s);
+            assertFalse(whole(utf8(s)), s);
+        }
+    }
+
+    @Test
+    void shouldRefuseIllFormedUtf8() {
+        byte[][] bad = {
+            {'"', (byte) 0xc0, (byte) 0xaf, '"'},                 // overlong
+            {'"', (byte) 0xed, (byte) 0xa0, (byte) 0x80, '"'},    // a surrogate
+            {'"', (byte) 0xf4, (byte) 0x90, (byte) 0x80, (byte) 0x80, '"'},   // above U+10FFFF
+            {'"', (byte) 0xe2, (byte) 0x82, '"'},                 // cut short
+            {'"', (byte) 0x80, '"'},                              // a lone continuation byte
+        };
+        for (byte[] b : bad) {
+            assertFalse(whole(b), "refused (Jackson takes some of these: the scans then leave them to it)");
+        }
+    }
+
+    @Test
+    void shouldStopAtItsDepth() {
+        String ok = "[".repeat(JsonScan.MAX_DEPTH) + "]".repeat(JsonScan.MAX_DEPTH);
+        String deep = "[".repeat(JsonScan.MAX_DEPTH + 1) + "]".repeat(JsonScan.MAX_DEPTH + 1);
+        assertTrue(whole(utf8(ok)));
+        assertFalse(whole(utf8(deep)), "deeper than it vouches for");
+    }
+
+    @Test
+    void shouldSayWhatFollowsAMember() {
+        assertTrue(scan.load(Unpooled.wrappedBuffer(utf8("[1 , 2 ]"))));
+        assertEquals(5, scan.next(2, ']'), "the next member, after the comma and whitespace");
+        assertEquals(~8, scan.next(6, ']'), "the end: the index after the container");
+        assertEquals(0, scan.next(6, '}'), "neither");
+        assertEquals(0, scan.next(8, ']'), "nothing left");
+    }
+
+    @Test
+    void shouldSayWhereAContainerStartsAndAValueFollowsItsName() {
+        assertTrue(scan.load(Unpooled.wrappedBuffer(utf8("{ } [ 1] {\"k\" : 2} {\"k\" 2"))));
+        assertEquals(~3, scan.first(0, '}'), "empty: the index after it");
+        assertEquals(6, scan.first(4, ']'), "the first member");
+        assertEquals(-1, scan.key(6), "not a field name");
+        assertEquals(13, scan.key(10));
+        assertEquals(16, scan.colon(13), "the value, after the colon and whitespace");
+        assertEquals(-1, scan.colon(23), "no colon");
+        assertEquals(-1, scan.value(-1, 0), "takes what colon answers");
+    }
+
+    @Test
+    void shouldMatchKeysAndSeeEscapes() {
+        byte[] key = JsonScan.ascii("\"ab\"");
+        assertTrue(scan.load(Unpooled.wrappedBuffer(utf8("\"ab\" \"a\\u0062\""))));
+        assertEquals(4, scan.key(0));
+        assertTrue(scan.equalsAt(0, 4, key));
+        assertFalse(scan.escaped(0, 4));
+        assertEquals(14, scan.string(5));
+        assertTrue(scan.escaped(5, 14));
+        assertFalse(scan.equalsAt(5, 14, key), "spelt with escapes: not matched as bytes");
+    }
+
+    @Test
+    void shouldKeepSmallScratchAndNotBeConfusedByALargeLoad() {
+        byte[] big = new byte[JsonScan.KEEP + 10];
+        big[0] = '"';
+        java.util.Arrays.fill(big, 1, big.length - 1, (byte) 'x');
+        big[big.length - 1] = '"';
+        assertTrue(whole(big));
+        assertTrue(whole(utf8("[1]")));
+        assertArrayEquals(utf8("[1]"), java.util.Arrays.copyOf(scan.a, scan.n));
+        byte[] mid = utf8("\"" + "y".repeat(100) + "\"");
+        assertTrue(whole(mid));
+        assertEquals(128, scan.a.length, "grown to the next power of two, and kept");
+    }
+
+    @Test
+    void shouldNotLoadAHugeMessage() {
+        ByteBuf huge = Unpooled.buffer(JsonScan.MAX_BYTES + 1).writerIndex(JsonScan.MAX_BYTES + 1);
+        try {
+            assertFalse(scan.load(huge));
+        } finally {
+            huge.release();
+        }
+    }
+}
