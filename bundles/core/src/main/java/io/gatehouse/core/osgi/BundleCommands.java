@@ -226,7 +226,6 @@ final class BundleCommands {
         boolean ours = false;
         Path deployed = null;
         try {
-            if (cmp < 0) retireHigher(bsn, version);
             Bundle existing = find(bsn, version);
             if (existing != null) {
                 installed = existing;
@@ -262,6 +261,9 @@ final class BundleCommands {
                 if (ours) undo(installed, deployed);
                 return Envelope.error(bsn + " " + version + " does not start, " + old + " keeps serving: " + e.getMessage());
             }
+            // A rollback retires the higher revisions only once the one it goes back to runs beside them: the gobjs
+            // then move straight to it (retired first, they would move to whatever else is highest, and again).
+            if (cmp < 0) retireHigher(bsn, version);
             if (gclasses.isEmpty()) {
                 return Envelope.ok(bsn + " " + version + " started (it provides no gclass)", versions(bsn, old, version));
             }
