@@ -1,5 +1,6 @@
 package io.gatehouse.systests;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.queue.TrQueueFactory;
@@ -97,5 +98,29 @@ final class Gateways {
         int exit = Sender.run(List.of(args), new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Sent(exit, out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
+    }
+
+    /** Keeps the demo's sink services ({@code sinks}) or every other one: the two sides of a test run apart. */
+    static void keepServices(ObjectNode cfg, boolean sinks) {
+        ArrayNode services = (ArrayNode) cfg.get("services");
+        for (int i = services.size() - 1; i >= 0; i--) {
+            String name = services.get(i).get("name").asText();
+            boolean isSink = name.startsWith("sink") || name.startsWith("__sink");
+            if (isSink != sinks) services.remove(i);
+        }
+    }
+
+    static long stat(YunoRuntime rt, String sink, String key) {
+        return rt.command("stats-yuno service=" + sink).get("data").get(key).asLong();
+    }
+
+    static long distinct(YunoRuntime rt) {
+        return stat(rt, "sink0", "distinct_ids") + stat(rt, "sink1", "distinct_ids");
+    }
+
+    /** Ids in [0, total) with the parity this sink serves that never arrived. */
+    static long missing(YunoRuntime rt, String sink, int total) {
+        ObjectNode r = rt.command("command-yuno service=" + sink + " command=check-ids from=0 to=" + (total - 1));
+        return r.get("data").get("missing").asLong() - total / 2;
     }
 }

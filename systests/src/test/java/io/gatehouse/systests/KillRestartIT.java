@@ -1,6 +1,5 @@
 package io.gatehouse.systests;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.trqueue.TrQueueFactoryImpl;
@@ -34,8 +33,8 @@ class KillRestartIT {
         ObjectNode cfg = Gateways.demoConfig(Map.of("__input_port__", "" + input,
                 "__sink0_port__", "" + sink0, "__sink1_port__", "" + sink1));
         ObjectNode sinksCfg = cfg.deepCopy();
-        keepServices(cfg, false);
-        keepServices(sinksCfg, true);
+        Gateways.keepServices(cfg, false);
+        Gateways.keepServices(sinksCfg, true);
         Path gwConfig = work.resolve("gateway.json");
         Files.writeString(gwConfig, cfg.toPrettyString());
         Path data = work.resolve("data");
@@ -69,10 +68,10 @@ class KillRestartIT {
                 assertEquals(0, second.exit, second.output);
                 awaitDelivered(sinks, QUEUED + UNDER_LOAD, 240_000);
 
-                long missing = missing(sinks, "sink0", QUEUED + UNDER_LOAD) + missing(sinks, "sink1", QUEUED + UNDER_LOAD);
-                long dups = stat(sinks, "sink0", "duplicates") + stat(sinks, "sink1", "duplicates");
+                long missing = Gateways.missing(sinks, "sink0", QUEUED + UNDER_LOAD) + Gateways.missing(sinks, "sink1", QUEUED + UNDER_LOAD);
+                long dups = Gateways.stat(sinks, "sink0", "duplicates") + Gateways.stat(sinks, "sink1", "duplicates");
                 System.out.printf("kill -9: sent %d, delivered %d, lost %d, duplicated %d%n",
-                        QUEUED + UNDER_LOAD, distinct(sinks), missing, dups);
+                        QUEUED + UNDER_LOAD, Gateways.distinct(sinks), missing, dups);
                 assertEquals(0, missing, "lost messages");
                 assertEquals(0, gw.stop(), "SIGTERM stops the gateway with exit 0");
             }
@@ -80,35 +79,11 @@ class KillRestartIT {
     }
 
     /** Keeps only the sinks' services (true) or only the gateway's (false). */
-    private static void keepServices(ObjectNode cfg, boolean sinks) {
-        ArrayNode services = (ArrayNode) cfg.get("services");
-        for (int i = services.size() - 1; i >= 0; i--) {
-            String name = services.get(i).get("name").asText();
-            boolean isSink = name.startsWith("sink") || name.startsWith("__sink");
-            if (isSink != sinks) services.remove(i);
-        }
-    }
-
-    private static long stat(YunoRuntime rt, String sink, String key) {
-        return rt.command("stats-yuno service=" + sink).get("data").get(key).asLong();
-    }
-
-    private static long distinct(YunoRuntime rt) {
-        return stat(rt, "sink0", "distinct_ids") + stat(rt, "sink1", "distinct_ids");
-    }
-
-    /** Ids in [0, total) with the parity this sink serves that never arrived. */
-    private static long missing(YunoRuntime rt, String sink, int total) {
-        ObjectNode r = rt.command("command-yuno service=" + sink + " command=check-ids from=0 to=" + (total - 1));
-        long missingAll = r.get("data").get("missing").asLong();
-        return missingAll - total / 2;
-    }
-
     private static void awaitDelivered(YunoRuntime sinks, long n, long timeoutMs) throws InterruptedException {
         long deadline = System.currentTimeMillis() + timeoutMs;
         long got = 0;
         while (System.currentTimeMillis() < deadline) {
-            got = distinct(sinks);
+            got = Gateways.distinct(sinks);
             if (got >= n) return;
             Thread.sleep(200);
         }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.systests;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.testkit.load.AckingSink;
 import io.gatehouse.testkit.load.PacedProducer;
@@ -37,7 +36,8 @@ class RestartUnderLoadIT {
         int input = ports[0], sink0Port = ports[1], sink1Port = ports[2], control = ports[3];
         ObjectNode cfg = Gateways.demoConfig(Map.of("__input_port__", "" + input,
                 "__sink0_port__", "" + sink0Port, "__sink1_port__", "" + sink1Port));
-        withoutSinkServices(cfg);
+        // the sinks are this test's AckingSinks: the gateway keeps its input, relay, queues and outputs
+        Gateways.keepServices(cfg, false);
         Path gwConfig = work.resolve("gateway.json");
         Files.writeString(gwConfig, cfg.toPrettyString());
 
@@ -102,15 +102,6 @@ class RestartUnderLoadIT {
 
     private static double longestGap(AckingSink a, AckingSink b, long from, long to) {
         return Math.max(a.longestGapMs(from, to), b.longestGapMs(from, to));
-    }
-
-    /** The sinks are this test's {@link AckingSink}s: the gateway keeps its input, relay, queues and outputs. */
-    private static void withoutSinkServices(ObjectNode cfg) {
-        ArrayNode services = (ArrayNode) cfg.get("services");
-        for (int i = services.size() - 1; i >= 0; i--) {
-            String name = services.get(i).get("name").asText();
-            if (name.startsWith("sink") || name.startsWith("__sink")) services.remove(i);
-        }
     }
 
     private static void await(String what, long timeoutMs, BooleanSupplier done) throws InterruptedException {

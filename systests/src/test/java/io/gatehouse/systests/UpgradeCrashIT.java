@@ -2,7 +2,6 @@
 package io.gatehouse.systests;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.BundleJars;
@@ -38,8 +37,8 @@ class UpgradeCrashIT {
         ObjectNode cfg = Gateways.demoConfig(Map.of("__input_port__", "" + input,
                 "__sink0_port__", "" + sink0, "__sink1_port__", "" + sink1));
         ObjectNode sinksCfg = cfg.deepCopy();
-        keepServices(cfg, false);
-        keepServices(sinksCfg, true);
+        Gateways.keepServices(cfg, false);
+        Gateways.keepServices(sinksCfg, true);
         Path gwConfig = work.resolve("gateway.json");
         Files.writeString(gwConfig, cfg.toPrettyString());
         Path jars = Files.createDirectories(work.resolve("jars"));
@@ -70,9 +69,9 @@ class UpgradeCrashIT {
             assertEquals(0, sent.exit, sent.output);
             awaitDistinct(sinks, COUNT, 240_000);
 
-            long missing = missing(sinks, "sink0", COUNT) + missing(sinks, "sink1", COUNT);
+            long missing = Gateways.missing(sinks, "sink0", COUNT) + Gateways.missing(sinks, "sink1", COUNT);
             System.out.printf("upgrade crash: sent %d, delivered %d, lost %d, duplicated %d%n", COUNT,
-                    distinct(sinks), missing, stat(sinks, "sink0", "duplicates") + stat(sinks, "sink1", "duplicates"));
+                    Gateways.distinct(sinks), missing, Gateways.stat(sinks, "sink0", "duplicates") + Gateways.stat(sinks, "sink1", "duplicates"));
             assertEquals(0, missing, "lost messages");
             String v = BundleJars.version(qiogate);
             String vt = BundleJars.version(tcp);
@@ -110,31 +109,9 @@ class UpgradeCrashIT {
         return false;
     }
 
-    private static void keepServices(ObjectNode cfg, boolean sinks) {
-        ArrayNode services = (ArrayNode) cfg.get("services");
-        for (int i = services.size() - 1; i >= 0; i--) {
-            String name = services.get(i).get("name").asText();
-            boolean isSink = name.startsWith("sink") || name.startsWith("__sink");
-            if (isSink != sinks) services.remove(i);
-        }
-    }
-
-    private static long stat(YunoRuntime rt, String sink, String key) {
-        return rt.command("stats-yuno service=" + sink).get("data").get(key).asLong();
-    }
-
-    private static long distinct(YunoRuntime rt) {
-        return stat(rt, "sink0", "distinct_ids") + stat(rt, "sink1", "distinct_ids");
-    }
-
-    private static long missing(YunoRuntime rt, String sink, int total) {
-        ObjectNode r = rt.command("command-yuno service=" + sink + " command=check-ids from=0 to=" + (total - 1));
-        return r.get("data").get("missing").asLong() - total / 2;
-    }
-
     private static void awaitDistinct(YunoRuntime sinks, long n, long timeoutMs) throws InterruptedException {
         long deadline = System.currentTimeMillis() + timeoutMs;
-        while (System.currentTimeMillis() < deadline && distinct(sinks) < n) Thread.sleep(200);
-        assertTrue(distinct(sinks) >= n, "delivered " + distinct(sinks) + " of " + n);
+        while (System.currentTimeMillis() < deadline && Gateways.distinct(sinks) < n) Thread.sleep(200);
+        assertTrue(Gateways.distinct(sinks) >= n, "delivered " + Gateways.distinct(sinks) + " of " + n);
     }
 }
