@@ -203,6 +203,10 @@ public final class KafkaEdgeBench {
                 TimedProducer timed = null;
                 if (rate == 0) {
                     LoadGen.Options o = new LoadGen.Options();
+                    // burst: each connection keeps up to its window unacked; the input acks on the durable
+                    // enqueue, and what reached Kafka is read from C_KAFKA (sustained mode needs destinations in
+                    // this JVM that count what they receive, and Kafka is not one)
+                    o.mode = LoadGen.Mode.BURST;
                     o.port = input;
                     o.connections = connections;
                     o.window = window;
