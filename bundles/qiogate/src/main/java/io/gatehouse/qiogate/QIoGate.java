@@ -644,9 +644,7 @@ public final class QIoGate implements GObjBehavior {
         Path dir = queuesPath();
         String db = database();
         int systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
-        TrQueueOptions opts = TrQueueOptions.defaults()
-                .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
-                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
+        TrQueueOptions opts = queueOptions();
         TrQueue q;
         String error;
         try {
@@ -679,6 +677,12 @@ public final class QIoGate implements GObjBehavior {
         }
         checkAlert(true);
         return 0;
+    }
+
+    private TrQueueOptions queueOptions() {
+        return TrQueueOptions.defaults()
+                .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
+                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
     }
 
     private void closeQueue() {
@@ -753,9 +757,33 @@ public final class QIoGate implements GObjBehavior {
             window = InFlightWindow.restore(q, w);
             return;
         }
+        // trqueue changed under the gate: the factory now serving takes the open files over (no scan, no load, no
+        // fsync in the pause), or, when it cannot (a trqueue without that hook, a state it does not know, a handle
+        // closed under the gate), the topic is opened again below.
+        TrQueue taken = null;
+        if (mine != null) {
+            try {
+                taken = mine.takeOver(q, queuesPath(), database(), gobj.read(TOPIC_NAME), gobj.read(TKEY),
+                        parseSystemFlag(gobj.read(SYSTEM_FLAG)), gobj.readLong(BACKUP_QUEUE_SIZE), queueOptions());
+            } catch (RuntimeException e) {
+                Glog.warn(gobj, "Upgrade: the trqueue now serving could not take the queue over, its topic is opened again",
+                        "error", String.valueOf(e));
+                taken = null;
+            }
+        }
+        if (taken != null) {
+            trq = taken;
+            openedBy = mine;
+            tInMs = state.path("t_in_ms").asBoolean(false);
+            listen(taken);
+            window = InFlightWindow.restore(taken, w);
+            Glog.info(gobj, "Upgrade: queue taken over by the trqueue now serving, open files and in-flight window kept",
+                    "topic_name", taken.topicName(), "in_flight", window.size(), "msgs_in_queue", taken.size());
+            return;
+        }
         try {
-            // Closed by its factory already (trqueue updated), or still open in a trqueue that no longer serves:
-            // its topic lock must go before this revision's factory can open the topic.
+            // Closed by its factory already, or still open in a trqueue that no longer serves: its topic lock must
+            // go before this revision's factory can open the topic.
             q.close();
         } catch (RuntimeException e) {
             Glog.warn(gobj, "Upgrade: the queue handle of the old trqueue could not be closed", "error", String.valueOf(e));
