@@ -154,8 +154,14 @@ public final class QIoGate implements GObjBehavior {
     private static final Param PM_FROM_ROWID = Param.integer("from-rowid", "0", "First rowid");
     private static final Param PM_TO_ROWID = Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic");
 
-    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
-    static final int STATE_VERSION = 1;
+    /**
+     * The version of the state {@link #onExport} gives: 2, the in-flight window as arrays
+     * ({@link InFlightWindow#exportCompact}). {@link #onImport} takes 2 and 1 (the window as JSON arrays, what
+     * revisions before 2 give); a revision that knows 1 only refuses a state of 2, and its gates are rebuilt.
+     */
+    static final int STATE_VERSION = 2;
+    /** The oldest state version {@link #onImport} takes. */
+    static final int OLDEST_STATE_VERSION = 1;
 
     /**
      * The gclass with its queues found at start ({@code yuno().lookup(TrQueueFactory.class)}); the DS component
@@ -348,7 +354,8 @@ public final class QIoGate implements GObjBehavior {
             Kw.putRef(s, "opened_by", new WeakReference<>(openedBy));
             if (durableSlot != null) Kw.putRef(s, "durable_slot", durableSlot);
             s.put("t_in_ms", tInMs);
-            s.set("window", window.exportState());
+            ObjectNode w = s.putObject("window");
+            Kw.putRef(s, "window_arrays", window.exportCompact(w));
         }
         s.set("durable_waits", durableWaits.exportState());
         s.put("channels_open", channelsOpen);
@@ -376,8 +383,9 @@ public final class QIoGate implements GObjBehavior {
      */
     @Override
     public void onImport(ObjectNode state, int stateVersion) {
-        if (stateVersion != STATE_VERSION) {
-            throw new IllegalArgumentException("C_QIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        if (stateVersion < OLDEST_STATE_VERSION || stateVersion > STATE_VERSION) {
+            throw new IllegalArgumentException("C_QIOGATE takes state versions " + OLDEST_STATE_VERSION + " to "
+                    + STATE_VERSION + ", not " + stateVersion);
         }
         channelsOpen = state.path("channels_open").asInt(0);
         lastBackupCheckMs = state.path("last_backup_check_ms").asLong(now());
@@ -754,7 +762,7 @@ public final class QIoGate implements GObjBehavior {
             } else {
                 listen(q);
             }
-            window = InFlightWindow.restore(q, w);
+            window = restoreWindow(q, state, true, true);
             return;
         }
         // trqueue changed under the gate: the factory now serving takes the open files over (no scan, no load, no
@@ -776,7 +784,7 @@ public final class QIoGate implements GObjBehavior {
             openedBy = mine;
             tInMs = state.path("t_in_ms").asBoolean(false);
             listen(taken);
-            window = InFlightWindow.restore(taken, w);
+            window = restoreWindow(taken, state, false, true);
             Glog.info(gobj, "Upgrade: queue taken over by the trqueue now serving, open files and in-flight window kept",
                     "topic_name", taken.topicName(), "in_flight", window.size(), "msgs_in_queue", taken.size());
             return;
@@ -791,9 +799,20 @@ public final class QIoGate implements GObjBehavior {
         if (openQueue() < 0) {
             throw new IllegalArgumentException("the queue cannot be opened again through the trqueue now serving");
         }
-        window = InFlightWindow.restore(trq, w);
+        window = restoreWindow(trq, state, false, false);
         Glog.info(gobj, "Upgrade: queue opened again through the trqueue now serving, in-flight window kept",
                 "topic_name", trq.topicName(), "in_flight", window.size(), "msgs_in_queue", trq.size());
+    }
+
+    /**
+     * The in-flight window of a live upgrade's state over {@code q}: the arrays of state version 2, or the JSON
+     * arrays of version 1. {@code sameHandle}: {@code q} is the handle the window was exported from;
+     * {@code marksKept}: its soft marks came with it (the same handle, or one taken over).
+     */
+    private static InFlightWindow restoreWindow(TrQueue q, ObjectNode state, boolean sameHandle, boolean marksKept) {
+        Object[] arrays = Kw.ref(state, "window_arrays", Object[].class);
+        if (arrays != null) return InFlightWindow.restoreCompact(q, state.get("window"), arrays, sameHandle, marksKept);
+        return InFlightWindow.restore(q, state.get("window"));
     }
 
     /** The streaks by the name a live upgrade hands them over under. */

@@ -38,7 +38,8 @@ final class TrQueueImpl implements TrQueue {
     private volatile Topic topic;
     private long generation;
     private final RowSet list = new RowSet();
-    private final HashMap<Long, Long> softMarks = new HashMap<>();
+    /** Not final: a live upgrade hands the map itself to the next revision's queue, no copy. */
+    private HashMap<Long, Long> softMarks = new HashMap<>();
     private final RecordJson json = new RecordJson();
 
     private boolean loadFailed;
@@ -561,7 +562,7 @@ final class TrQueueImpl implements TrQueue {
             out.put("generation", generation);
             tp.export(out);
             out.put("list", list.export());
-            out.put("soft_marks", new HashMap<>(softMarks));
+            out.put("soft_marks", softMarks);   // the map itself: the taker owns it once this handle is detached
             out.put("durable_rowid", commit.durableRowid(generation));
             out.put("acks_unforced", commit.acksUnforced());
             out.put("load_failed", loadFailed);
@@ -611,7 +612,9 @@ final class TrQueueImpl implements TrQueue {
         if (tp.generation != (Long) st.get("generation")) throw new IllegalArgumentException("generation mismatch");
         TrQueueImpl q = new TrQueueImpl(factory, ops, dbDir, name, tp, opts, lockCh, lk, (Long) st.get("durable_rowid"));
         q.list.replaceWith(RowSet.of((long[]) st.get("list")));
-        q.softMarks.putAll((Map<Long, Long>) st.get("soft_marks"));
+        Map<Long, Long> marks = (Map<Long, Long>) st.get("soft_marks");
+        if (marks instanceof HashMap) q.softMarks = (HashMap<Long, Long>) marks;
+        else q.softMarks.putAll(marks);
         if ((Boolean) st.get("acks_unforced")) q.commit.flagWritten();
         q.loadFailed = (Boolean) st.get("load_failed");
         q.failedFingerprint = (String) st.get("failed_fingerprint");
