@@ -331,7 +331,8 @@ public final class QIoGate implements GObjBehavior {
     /**
      * A {@code Bundle.update()} of qiogate or trqueue has begun: the poll tick stops (its deadline is kept for the
      * next revision) and durability is no longer told; acks and messages wait in core. When trqueue is the bundle
-     * being updated, its factory closes the queue under this behaviour right after this call.
+     * being updated, its factory parks the queue under this behaviour right after this call (forced, files kept open
+     * for the next trqueue to take over), or closes it (a trqueue before that hook).
      */
     @Override
     public void onSuspend() {
@@ -377,9 +378,10 @@ public final class QIoGate implements GObjBehavior {
     /**
      * Takes the state of {@link #onExport}. The queue handle is kept when the factory that opened it is the one
      * this revision uses and it still answers for the window's rowids. Otherwise trqueue changed under the gate
-     * (updated, or a higher version installed beside it): the handle, closed by its factory or about to be left
-     * behind, is closed and the topic opened again through this revision's factory; what was in flight stays in
-     * flight (not sent again), and the acks that come later clear it.
+     * (updated, or a higher version installed beside it): this revision's factory takes the open queue over
+     * ({@link TrQueueFactory#takeOver}: no scan, no load, no fsync), or, when it cannot, the handle is closed and the
+     * topic opened again through it; what was in flight stays in flight (not sent again), and the acks that come
+     * later clear it.
      */
     @Override
     public void onImport(ObjectNode state, int stateVersion) {
