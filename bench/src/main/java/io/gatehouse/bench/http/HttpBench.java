@@ -96,6 +96,8 @@ public final class HttpBench {
         boolean sinks = true;
         /** Requests in flight per connection (HTTP/1.1 pipelining); C_PROT_HTTP_SR reads at most max_pipelined (16). */
         int pipeline = 1;
+        /** Print the gateway's stats (gates, relay, sinks) after each gatehouse window. */
+        boolean stats;
         /** Which servers run, in this order each round. */
         List<String> configs = List.of("raw", "gatehouse");
     }
@@ -137,6 +139,7 @@ public final class HttpBench {
                 case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
                 case "--pipeline": o.pipeline = Integer.parseInt(args[i + 1]); break;
                 case "--configs": o.configs = List.of(args[i + 1].split(",")); break;
+                case "--stats": o.stats = Boolean.parseBoolean(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -215,7 +218,7 @@ public final class HttpBench {
                     OutputStream out = s.getOutputStream();
                     while (!stop.get()) {
                         if (!window.tryAcquire(100, java.util.concurrent.TimeUnit.MILLISECONDS)) continue;
-                        out.write(request);
+                        out.write(request);   // a permit taken is a request sent, whose answer the reader waits for
                         out.flush();
                     }
                 } catch (IOException | InterruptedException e) {
@@ -225,7 +228,8 @@ public final class HttpBench {
             Thread reader = new Thread(() -> {
                 try {
                     InputStream in = new java.io.BufferedInputStream(s.getInputStream(), 4096);
-                    while (!stop.get()) {
+                    // at the end, the answers of what was sent are read before the socket closes (a clean stop)
+                    while (!(stop.get() && window.availablePermits() == o.pipeline)) {
                         int status = readAnswer(in);
                         window.release();
                         if (!counting.get()) continue;
@@ -252,8 +256,8 @@ public final class HttpBench {
         Map<String, Long> cpu1 = threadCpu();
         long n = requests.get();
         stop.set(true);
+        for (Thread t : threads) t.join(35_000);   // writers stop, readers take the answers still due
         for (Socket s : sockets) s.close();
-        for (Thread t : threads) t.join(35_000);
         long server = 0;
         long client = 0;
         for (Map.Entry<String, Long> e : cpu1.entrySet()) {
@@ -378,6 +382,11 @@ public final class HttpBench {
             long queued = 0;
             for (JsonNode q : out) queued += q.path("msgs_in_queue").asLong();
             System.out.printf(Locale.ROOT, "          (gatehouse: %d still queued for the sinks at the end)%n", queued);
+            if (o.stats) {
+                for (String svc : List.of("__http_side__", "relay", "__output_side__", "sink0", "sink1")) {
+                    System.out.println("          stats " + svc + ": " + rt.command("stats-yuno service=" + svc).get("data"));
+                }
+            }
             return r;
         } finally {
             try (Stream<Path> s = Files.walk(data)) {
