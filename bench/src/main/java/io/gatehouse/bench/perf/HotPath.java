@@ -80,7 +80,42 @@ public final class HotPath {
             sample();
         }
 
+        /** Linux schedstat of the core loop threads (ns on a CPU, ns runnable waiting for one), summed. */
+        private final java.util.Map<String, long[]> sched = new java.util.HashMap<>();
+
+        /**
+         * Time on a CPU and time runnable but waiting for one, from /proc (Linux; nothing elsewhere): a thread that
+         * waits as long as it runs is starved by the machine's load, not idle.
+         */
+        private void sampleSched() {
+            java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+            if (tasks == null) return;
+            for (java.io.File t : tasks) {
+                try {
+                    String comm = java.nio.file.Files.readString(t.toPath().resolve("comm")).trim();
+                    if (!comm.startsWith("gatehouse-core")) continue;
+                    String[] f = java.nio.file.Files.readString(t.toPath().resolve("schedstat")).trim().split(" ");
+                    sched.put(t.getName(), new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])});
+                } catch (java.io.IOException | RuntimeException gone) {
+                    // the thread ended, or no schedstat here
+                }
+            }
+        }
+
+        /** Seconds the core loop threads ran, and waited runnable, over their lives; NaN without /proc. */
+        double[] schedSeconds() {
+            if (sched.isEmpty()) return new double[] {Double.NaN, Double.NaN};
+            long run = 0;
+            long wait = 0;
+            for (long[] v : sched.values()) {
+                run += v[0];
+                wait += v[1];
+            }
+            return new double[] {run / 1e9, wait / 1e9};
+        }
+
         private void sample() {
+            sampleSched();
             for (Thread t : Thread.getAllStackTraces().keySet()) {
                 if (!t.getName().startsWith("gatehouse-core")) continue;
                 long c = mx.getThreadCpuTime(t.getId());
@@ -97,6 +132,15 @@ public final class HotPath {
 
         double total() {
             return last.values().stream().mapToLong(Long::longValue).sum() / 1e9;
+        }
+    }
+
+    private static String loadAverage() {
+        try {
+            String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (java.io.IOException | RuntimeException e) {
+            return "?";
         }
     }
 
@@ -151,6 +195,9 @@ public final class HotPath {
             System.out.printf(Locale.ROOT, "%s run %d: %,.0f msgs/s, process cpu %.2f s over %.1f s, %.2f us cpu/msg,"
                     + " core loop %.2f us cpu/msg, %.0f B allocated/msg%n", what, i + 1, rate, cpu, secs, cpu * 1e6 / msgs,
                     core.total() * 1e6 / msgs, core.allocated() / msgs);
+            double[] sch = core.schedSeconds();
+            System.out.printf(Locale.ROOT, "%s run %d: core loop on a CPU %.2f s, runnable waiting for a CPU %.2f s,"
+                    + " of %.1f s; load average %s%n", what, i + 1, sch[0], sch[1], secs, loadAverage());
             if (inMsgs > 0) {
                 // Per delivered message (above) the burst mode's figures are per first copy at the sinks; the core
                 // loop also did the work of every message it took in and stored but had not delivered yet (the

@@ -134,7 +134,8 @@ final class MdTrq extends JsonScan {
      * makes that ack a copy of bytes instead of writing the parsed metadata again ({@link #writeAckStart}).
      */
     byte[] ackStart() {
-        byte[] out = new byte[(mdTo - mdFrom) + ACK_HEAD.length + RESULT_FIELD.length];
+        // the md's braces are not copied, a comma may be added: exact unless whitespace is left out
+        byte[] out = new byte[ACK_HEAD.length + (mdTo - mdFrom - 2) + 1 + RESULT_FIELD.length];
         System.arraycopy(ACK_HEAD, 0, out, 0, ACK_HEAD.length);
         int o = ACK_HEAD.length;
         int last = mdTo - 1;
