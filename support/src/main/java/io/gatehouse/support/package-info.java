@@ -4,7 +4,8 @@
  * SLF4J), {@link io.gatehouse.support.InputGates} (the gates a service listens to, and replies through them),
  * {@link io.gatehouse.support.InputThreshold} (seeds/001 input flow control), {@link io.gatehouse.support.RateWindow}
  * (counters with rates computed when read), {@link io.gatehouse.support.Gbuffers} (payloads with header room),
- * {@link io.gatehouse.support.Streak} (a repeated condition said once) and {@link io.gatehouse.support.JsonScan}
+ * {@link io.gatehouse.support.Streak} (a repeated condition said once), {@link io.gatehouse.support.ProtocolBottom}
+ * (what a protocol gclass asks of the transport below it) and {@link io.gatehouse.support.JsonScan}
  * (the strict byte walk of a JSON message, with no tree).
  *
  * <p>Never exported and never a bundle: every bundle that uses these classes carries its own copy of this package

@@ -16,6 +16,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.support.Glog;
+import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
@@ -510,10 +511,7 @@ public final class ProtHttpSr implements GObjBehavior {
 
     private int acStopped(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
-        if (src != null && src.isVolatile() && src == gobj.bottom()) {
-            gobj.setBottom(null);
-            gobj.yuno().execute(src::destroy);
-        }
+        ProtocolBottom.stopped(gobj, src);
         return 0;
     }
 
@@ -959,9 +957,7 @@ public final class ProtHttpSr implements GObjBehavior {
         if (want == bottomPaused) return;
         bottomPaused = want;
         if (!want) restartReadDeadline();   // we had stopped reading: the peer was not late meanwhile
-        GObj bottom = gobj.bottom();
-        String ev = want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT;
-        if (bottom != null && bottom.acceptsEvent(ev)) bottom.send(ev, null, gobj);
+        ProtocolBottom.pauseReads(gobj, want);
     }
 
     private void restartReadDeadline() {
@@ -1029,14 +1025,11 @@ public final class ProtHttpSr implements GObjBehavior {
     }
 
     private void dropBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.isRunning() && bottom.acceptsEvent(Ev.EV_DROP)) bottom.send(Ev.EV_DROP, null, gobj);
+        ProtocolBottom.drop(gobj, false);
     }
 
     private String peername() {
-        GObj bottom = gobj.bottom();
-        JsonNode p = bottom == null ? null : bottom.readAttr(Kw.PEERNAME);
-        return p == null ? "" : p.asText("");
+        return ProtocolBottom.peername(gobj);
     }
 
     private long nowMs() {

@@ -17,6 +17,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
+import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
@@ -909,10 +910,7 @@ public final class ProtMqtt implements GObjBehavior {
 
     private int acStopped(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
-        if (src != null && src.isVolatile() && src == gobj.bottom()) {
-            gobj.setBottom(null);
-            gobj.yuno().execute(src::destroy);
-        }
+        ProtocolBottom.stopped(gobj, src);
         return 0;
     }
 
@@ -1519,10 +1517,7 @@ public final class ProtMqtt implements GObjBehavior {
     }
 
     private void dropBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.isRunning() && bottom.acceptsEvent(Ev.EV_DROP)) {
-            bottom.send(Ev.EV_DROP, null, gobj);
-        }
+        ProtocolBottom.drop(gobj, false);
     }
 
     /** What a connection leaves: its session goes back to the store, its buffers are released. */
@@ -1562,10 +1557,7 @@ public final class ProtMqtt implements GObjBehavior {
         gobj.set(INPUT_BLOCKED, want);
         if (want == bottomPaused) return;
         bottomPaused = want;
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
-            bottom.send(want ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
-        }
+        ProtocolBottom.pauseReads(gobj, want);
     }
 
     private void releaseHeld() {

@@ -277,9 +277,85 @@ final class InFlightWindow {
         return w;
     }
 
+    /**
+     * The window for the next revision of the gate in its compact form (state version 2): the frontier, the count
+     * and the highest rowid as JSON in {@code json}, and, answered, the messages in flight in send order with their
+     * send and due times, retries, bytes and nacked flags as arrays: {@code {QueueMessage[], long[], long[], int[],
+     * long[], boolean[]}}, api and JDK types only. No node per message: a window of 10,000 is six arrays.
+     */
+    Object[] exportCompact(ObjectNode json) {
+        int n = inflight.size();
+        QueueMessage[] msgs = new QueueMessage[n];
+        long[] sent = new long[n];
+        long[] due = new long[n];
+        int[] retries = new int[n];
+        long[] wire = new long[n];
+        boolean[] nacked = new boolean[n];
+        long highest = Math.max(0, frontier);
+        int i = 0;
+        for (InFlight f : inflight.values()) {
+            msgs[i] = f.msg;
+            sent[i] = f.sentAtMs;
+            due[i] = f.dueMs;
+            retries[i] = f.retries;
+            wire[i] = f.bytes;
+            nacked[i] = f.nacked;
+            highest = Math.max(highest, f.rowid());
+            i++;
+        }
+        json.put("frontier", frontier);
+        json.put("count", n);
+        json.put("highest", highest);
+        return new Object[] {msgs, sent, due, retries, wire, nacked};
+    }
+
+    /**
+     * The window {@link #exportCompact} gave, over {@code queue}. With {@code sameHandle} the messages are the
+     * queue's own, still listed and still marked, and are taken as they are; otherwise (the topic taken over or
+     * opened again through another trqueue) each is found again by rowid, left out when the queue no longer holds
+     * it, and marked in flight unless {@code marksKept} (a takeover hands the soft marks over with the files).
+     *
+     * @throws IllegalArgumentException when the arrays are not such a window
+     */
+    static InFlightWindow restoreCompact(TrQueue queue, JsonNode json, Object[] arrays, boolean sameHandle,
+                                         boolean marksKept) {
+        InFlightWindow w = new InFlightWindow(queue);
+        if (arrays == null || arrays.length != 6 || !(arrays[0] instanceof QueueMessage[])
+                || !(arrays[1] instanceof long[]) || !(arrays[2] instanceof long[]) || !(arrays[3] instanceof int[])
+                || !(arrays[4] instanceof long[]) || !(arrays[5] instanceof boolean[])) {
+            throw new IllegalArgumentException("not an in-flight window");
+        }
+        QueueMessage[] msgs = (QueueMessage[]) arrays[0];
+        long[] sent = (long[]) arrays[1];
+        long[] due = (long[]) arrays[2];
+        int[] retries = (int[]) arrays[3];
+        long[] wire = (long[]) arrays[4];
+        boolean[] nacked = (boolean[]) arrays[5];
+        int n = msgs.length;
+        if (sent.length != n || due.length != n || retries.length != n || wire.length != n || nacked.length != n) {
+            throw new IllegalArgumentException("not an in-flight window: arrays of different lengths");
+        }
+        w.frontier = json == null ? -1 : json.path("frontier").asLong(-1);
+        for (int i = 0; i < n; i++) {
+            QueueMessage m = sameHandle ? msgs[i] : queue.getByRowid(msgs[i].rowid());
+            if (m == null) continue;
+            InFlight f = new InFlight(m);
+            f.sentAtMs = sent[i];
+            f.dueMs = due[i];
+            f.retries = retries[i];
+            f.bytes = wire[i];
+            f.nacked = nacked[i];
+            w.inflight.put(m.rowid(), f);
+            w.bytes += f.bytes;
+            if (!sameHandle && !marksKept) queue.setSoftMark(m, MARK_INFLIGHT, true);
+        }
+        return w;
+    }
+
     /** The highest rowid a window state names (its frontier or a message in flight); 0 for none. */
     static long highestRowid(JsonNode state) {
         if (state == null) return 0;
+        if (state.has("highest")) return state.path("highest").asLong(0);
         long h = Math.max(0, state.path("frontier").asLong(0));
         for (JsonNode r : state.path("rowid")) h = Math.max(h, r.asLong());
         return h;

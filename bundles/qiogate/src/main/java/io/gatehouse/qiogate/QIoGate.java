@@ -154,8 +154,14 @@ public final class QIoGate implements GObjBehavior {
     private static final Param PM_FROM_ROWID = Param.integer("from-rowid", "0", "First rowid");
     private static final Param PM_TO_ROWID = Param.integer("to-rowid", "0", "Last rowid; 0 = the last of the topic");
 
-    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
-    static final int STATE_VERSION = 1;
+    /**
+     * The version of the state {@link #onExport} gives: 2, the in-flight window as arrays
+     * ({@link InFlightWindow#exportCompact}). {@link #onImport} takes 2 and 1 (the window as JSON arrays, what
+     * revisions before 2 give); a revision that knows 1 only refuses a state of 2, and its gates are rebuilt.
+     */
+    static final int STATE_VERSION = 2;
+    /** The oldest state version {@link #onImport} takes. */
+    static final int OLDEST_STATE_VERSION = 1;
 
     /**
      * The gclass with its queues found at start ({@code yuno().lookup(TrQueueFactory.class)}); the DS component
@@ -325,7 +331,8 @@ public final class QIoGate implements GObjBehavior {
     /**
      * A {@code Bundle.update()} of qiogate or trqueue has begun: the poll tick stops (its deadline is kept for the
      * next revision) and durability is no longer told; acks and messages wait in core. When trqueue is the bundle
-     * being updated, its factory closes the queue under this behaviour right after this call.
+     * being updated, its factory parks the queue under this behaviour right after this call (forced, files kept open
+     * for the next trqueue to take over), or closes it (a trqueue before that hook).
      */
     @Override
     public void onSuspend() {
@@ -348,7 +355,8 @@ public final class QIoGate implements GObjBehavior {
             Kw.putRef(s, "opened_by", new WeakReference<>(openedBy));
             if (durableSlot != null) Kw.putRef(s, "durable_slot", durableSlot);
             s.put("t_in_ms", tInMs);
-            s.set("window", window.exportState());
+            ObjectNode w = s.putObject("window");
+            Kw.putRef(s, "window_arrays", window.exportCompact(w));
         }
         s.set("durable_waits", durableWaits.exportState());
         s.put("channels_open", channelsOpen);
@@ -370,14 +378,16 @@ public final class QIoGate implements GObjBehavior {
     /**
      * Takes the state of {@link #onExport}. The queue handle is kept when the factory that opened it is the one
      * this revision uses and it still answers for the window's rowids. Otherwise trqueue changed under the gate
-     * (updated, or a higher version installed beside it): the handle, closed by its factory or about to be left
-     * behind, is closed and the topic opened again through this revision's factory; what was in flight stays in
-     * flight (not sent again), and the acks that come later clear it.
+     * (updated, or a higher version installed beside it): this revision's factory takes the open queue over
+     * ({@link TrQueueFactory#takeOver}: no scan, no load, no fsync), or, when it cannot, the handle is closed and the
+     * topic opened again through it; what was in flight stays in flight (not sent again), and the acks that come
+     * later clear it.
      */
     @Override
     public void onImport(ObjectNode state, int stateVersion) {
-        if (stateVersion != STATE_VERSION) {
-            throw new IllegalArgumentException("C_QIOGATE takes state version " + STATE_VERSION + ", not " + stateVersion);
+        if (stateVersion < OLDEST_STATE_VERSION || stateVersion > STATE_VERSION) {
+            throw new IllegalArgumentException("C_QIOGATE takes state versions " + OLDEST_STATE_VERSION + " to "
+                    + STATE_VERSION + ", not " + stateVersion);
         }
         channelsOpen = state.path("channels_open").asInt(0);
         lastBackupCheckMs = state.path("last_backup_check_ms").asLong(now());
@@ -644,9 +654,7 @@ public final class QIoGate implements GObjBehavior {
         Path dir = queuesPath();
         String db = database();
         int systemFlag = parseSystemFlag(gobj.read(SYSTEM_FLAG));
-        TrQueueOptions opts = TrQueueOptions.defaults()
-                .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
-                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
+        TrQueueOptions opts = queueOptions();
         TrQueue q;
         String error;
         try {
@@ -679,6 +687,12 @@ public final class QIoGate implements GObjBehavior {
         }
         checkAlert(true);
         return 0;
+    }
+
+    private TrQueueOptions queueOptions() {
+        return TrQueueOptions.defaults()
+                .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
+                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
     }
 
     private void closeQueue() {
@@ -750,12 +764,36 @@ public final class QIoGate implements GObjBehavior {
             } else {
                 listen(q);
             }
-            window = InFlightWindow.restore(q, w);
+            window = restoreWindow(q, state, true, true);
+            return;
+        }
+        // trqueue changed under the gate: the factory now serving takes the open files over (no scan, no load, no
+        // fsync in the pause), or, when it cannot (a trqueue without that hook, a state it does not know, a handle
+        // closed under the gate), the topic is opened again below.
+        TrQueue taken = null;
+        if (mine != null) {
+            try {
+                taken = mine.takeOver(q, queuesPath(), database(), gobj.read(TOPIC_NAME), gobj.read(TKEY),
+                        parseSystemFlag(gobj.read(SYSTEM_FLAG)), gobj.readLong(BACKUP_QUEUE_SIZE), queueOptions());
+            } catch (RuntimeException e) {
+                Glog.warn(gobj, "Upgrade: the trqueue now serving could not take the queue over, its topic is opened again",
+                        "error", String.valueOf(e));
+                taken = null;
+            }
+        }
+        if (taken != null) {
+            trq = taken;
+            openedBy = mine;
+            tInMs = state.path("t_in_ms").asBoolean(false);
+            listen(taken);
+            window = restoreWindow(taken, state, false, true);
+            Glog.info(gobj, "Upgrade: queue taken over by the trqueue now serving, open files and in-flight window kept",
+                    "topic_name", taken.topicName(), "in_flight", window.size(), "msgs_in_queue", taken.size());
             return;
         }
         try {
-            // Closed by its factory already (trqueue updated), or still open in a trqueue that no longer serves:
-            // its topic lock must go before this revision's factory can open the topic.
+            // Closed by its factory already, or still open in a trqueue that no longer serves: its topic lock must
+            // go before this revision's factory can open the topic.
             q.close();
         } catch (RuntimeException e) {
             Glog.warn(gobj, "Upgrade: the queue handle of the old trqueue could not be closed", "error", String.valueOf(e));
@@ -763,9 +801,20 @@ public final class QIoGate implements GObjBehavior {
         if (openQueue() < 0) {
             throw new IllegalArgumentException("the queue cannot be opened again through the trqueue now serving");
         }
-        window = InFlightWindow.restore(trq, w);
+        window = restoreWindow(trq, state, false, false);
         Glog.info(gobj, "Upgrade: queue opened again through the trqueue now serving, in-flight window kept",
                 "topic_name", trq.topicName(), "in_flight", window.size(), "msgs_in_queue", trq.size());
+    }
+
+    /**
+     * The in-flight window of a live upgrade's state over {@code q}: the arrays of state version 2, or the JSON
+     * arrays of version 1. {@code sameHandle}: {@code q} is the handle the window was exported from;
+     * {@code marksKept}: its soft marks came with it (the same handle, or one taken over).
+     */
+    private static InFlightWindow restoreWindow(TrQueue q, ObjectNode state, boolean sameHandle, boolean marksKept) {
+        Object[] arrays = Kw.ref(state, "window_arrays", Object[].class);
+        if (arrays != null) return InFlightWindow.restoreCompact(q, state.get("window"), arrays, sameHandle, marksKept);
+        return InFlightWindow.restore(q, state.get("window"));
     }
 
     /** The streaks by the name a live upgrade hands them over under. */

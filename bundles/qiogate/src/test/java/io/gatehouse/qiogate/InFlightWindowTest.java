@@ -186,4 +186,77 @@ class InFlightWindowTest {
         for (InFlight f : window.inOrder()) order.add(f.rowid());
         assertEquals(List.of(1L, 3L), order);
     }
+
+    // --- Live upgrade: the window handed over ---
+
+    /** Rows 1..4 in flight, 2 nacked, 3 acked: what a handover finds. */
+    private void windowWithRetries() {
+        append(5);
+        for (int i = 0; i < 4; i++) window.sent(window.takeNext(), 100 + i, 10 * i, TIMEOUT_ACK_MS);
+        window.nack(2, 50, 300, TIMEOUT_ACK_MS);
+        ack(3);
+    }
+
+    private static List<String> describe(InFlightWindow w) {
+        List<String> out = new ArrayList<>();
+        for (InFlight f : w.inOrder()) {
+            out.add(f.rowid() + ":" + f.sentAtMs + ":" + f.dueMs + ":" + f.retries + ":" + f.bytes + ":" + f.nacked);
+        }
+        return out;
+    }
+
+    @Test
+    void shouldHandTheWindowOverAsArraysOverTheSameHandleWithoutLookingTheMessagesUp() {
+        windowWithRetries();
+        List<String> before = describe(window);
+        com.fasterxml.jackson.databind.node.ObjectNode json = Kw.create();
+        Object[] arrays = window.exportCompact(json);
+        assertEquals(3, json.get("count").asInt());
+        assertEquals(4, json.get("highest").asLong());
+        assertEquals(4, InFlightWindow.highestRowid(json));
+
+        InFlightWindow w = InFlightWindow.restoreCompact(queue, json, arrays, true, true);
+
+        assertEquals(before, describe(w), "rowids, times, retries, bytes, nacked, in send order");
+        assertEquals(window.bytes(), w.bytes());
+        assertSame(((QueueMessage[]) arrays[0])[0], w.get(1).msg, "the queue's own messages, taken as they are");
+        assertEquals(5, w.takeNext().rowid(), "the frontier kept: the next send is rowid 5");
+    }
+
+    @Test
+    void shouldFindTheMessagesAgainAndMarkThemOverAnotherHandle() {
+        windowWithRetries();
+        List<String> before = describe(window);
+        com.fasterxml.jackson.databind.node.ObjectNode json = Kw.create();
+        Object[] arrays = window.exportCompact(json);
+        // the topic opened again: another handle over the same rows, nothing marked, row 4 acked meanwhile
+        TrQueue other = new MemTrQueueFactory().open(Path.of("queues"), "db", "t", "", 0, 0, TrQueueOptions.defaults());
+        for (int i = 0; i < 5; i++) other.append(1, Kw.create().put("i", i), 0);
+        other.unload(other.getByRowid(3), 0);
+        other.unload(other.getByRowid(4), 0);
+
+        InFlightWindow w = InFlightWindow.restoreCompact(other, json, arrays, false, false);
+
+        assertEquals(before.subList(0, 2), describe(w), "row 4 left out: the queue no longer holds it");
+        assertEquals(InFlightWindow.MARK_INFLIGHT, other.getByRowid(1).softMark() & InFlightWindow.MARK_INFLIGHT);
+        assertEquals(201, w.bytes());
+    }
+
+    @Test
+    void shouldStillTakeTheJsonWindowOfStateVersion1() {
+        windowWithRetries();
+        List<String> before = describe(window);
+        InFlightWindow w = InFlightWindow.restore(queue, window.exportState());
+        assertEquals(before, describe(w));
+    }
+
+    @Test
+    void shouldRefuseArraysThatAreNotAWindow() {
+        com.fasterxml.jackson.databind.node.ObjectNode json = Kw.create();
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> InFlightWindow.restoreCompact(queue, json, new Object[] {new long[1]}, true, true));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> InFlightWindow.restoreCompact(queue, json, new Object[] {new QueueMessage[1], new long[1],
+                        new long[1], new int[1], new long[2], new boolean[1]}, true, true));
+    }
 }

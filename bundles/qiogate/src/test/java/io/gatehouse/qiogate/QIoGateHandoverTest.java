@@ -388,13 +388,13 @@ class QIoGateHandoverTest {
     void shouldRebuildWhenTheStateIsOfAVersionItDoesNotTake() {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"t\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
-        GClassSpec<QIoGate> future = Revision.of(QIoGate.SPEC, 2, g -> new QIoGate(g, qf));
+        GClassSpec<QIoGate> future = Revision.of(QIoGate.SPEC, 3, g -> new QIoGate(g, qf));
         rt = YunoRuntime.builder().name("t").dataDir(tmp).clock(clock).gclass(future, FakeBottom.SPEC).config(cfg)
                 .build().start();
         rt.run(() -> bottom().open());
         send(2);
         ObjectNode report = rt.gclassArrived(revision(qf));   // a downgrade to a revision that knows version 1 only
-        assertTrue(report.get("rebuilt").get(0).get("reason").asText().contains("takes state version 1, not 2"),
+        assertTrue(report.get("rebuilt").get(0).get("reason").asText().contains("takes state versions 1 to 2, not 3"),
                 report.toString());
         assertEquals(2, stats().get("msgs_in_queue").asInt());
         assertTrue(queue() != null && qf.opened.get(0) != queue(), "the handle of the refused state was closed");

@@ -247,4 +247,48 @@ class QIoGateLoopbackHandoverTest {
 
         finishFlowAndCheckNothingWasSentTwice();
     }
+
+    @Test
+    void shouldTakeTheQueueOverFromATrqueueParkedByItsBundleUpdateAndSendNothingAgain() {
+        int port = Ports.free();
+        startPeer(port);
+        TrQueueFactoryImpl before = factory();
+        startGateway(port, before);
+        flowUntilSomeAreInFlight();
+
+        // Bundle.update() of trqueue as TrQueueService does it: the gates are suspended with C_QIOGATE's component,
+        // the old factory parks its queues (forced, files kept open), the new trqueue takes them over.
+        gw.gclassesGone(List.of("C_QIOGATE"));
+        before.park();
+        TrQueueFactoryImpl updated = factory();
+        Revision.handOver(gw, new QIoGateGClass(updated).spec(), 1);
+        assertEquals(5, view().path("pending_acks").asInt(), "the window kept over the queue taken over");
+
+        finishFlowAndCheckNothingWasSentTwice();
+    }
+
+    @Test
+    void shouldOpenTheTopicAgainWhenTheNewTrqueueCannotTakeTheQueueOverAndLoseNothing() {
+        int port = Ports.free();
+        startPeer(port);
+        TrQueueFactoryImpl lower = factory();
+        startGateway(port, lower);
+        flowUntilSomeAreInFlight();
+
+        // A trqueue whose takeover fails: the gate closes the old handle and opens the topic again (the fallback).
+        TrQueueFactoryImpl failing = new TrQueueFactoryImpl() {
+            @Override
+            public TrQueue takeOver(TrQueue from, Path trangerPath, String database, String topicName, String tkey,
+                                    int systemFlag, long backupQueueSize, io.gatehouse.api.queue.TrQueueOptions options) {
+                throw new IllegalStateException("cannot take it over");
+            }
+        };
+        open.add(failing);
+        gw.gclassesGone(List.of("C_QIOGATE"));
+        Revision.handOver(gw, new QIoGateGClass(failing).spec(), 1);
+        assertEquals(5, view().path("pending_acks").asInt(), "the window kept over the topic opened again");
+        assertEquals(5, view().path("msgs_in_queue").asInt(), "nothing lost: the pending ones loaded again");
+
+        finishFlowAndCheckNothingWasSentTwice();
+    }
 }

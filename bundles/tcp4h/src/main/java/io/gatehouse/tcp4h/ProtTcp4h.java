@@ -20,6 +20,7 @@ import io.gatehouse.api.St;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
+import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
@@ -402,8 +403,7 @@ public final class ProtTcp4h implements GObjBehavior {
             armHeaderGuard(); // early (the timeout was changed): wait the rest
             return 0;
         }
-        GObj bottom = gobj.bottom();
-        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
+        String peer = ProtocolBottom.peername(gobj);
         Glog.warn(gobj, "Timeout waiting frame header", "msgset", "protocol_error", "peername", peer,
                 "timeout_header", t, "waiting", anyFrame ? "rest of a header" : "first frame");
         headerGuardSinceMs = -1;
@@ -427,10 +427,7 @@ public final class ProtTcp4h implements GObjBehavior {
 
     private int acStopped(String event, ObjectNode kw, GObj src) {
         Kw.release(kw);
-        if (src != null && src.isVolatile() && src == gobj.bottom()) {
-            gobj.setBottom(null);
-            gobj.yuno().execute(src::destroy);
-        }
+        ProtocolBottom.stopped(gobj, src);
         return 0;
     }
 
@@ -603,10 +600,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private void tellBottom(boolean pause) {
-        GObj bottom = gobj.bottom();
-        if (bottom != null && bottom.acceptsEvent(pause ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT)) {
-            bottom.send(pause ? Ev.EV_PAUSE_INPUT : Ev.EV_RESUME_INPUT, null, gobj);
-        }
+        ProtocolBottom.pauseReads(gobj, pause);
     }
 
     /** The buffers of a list of a state, checked: IllegalArgumentException when it holds anything else. */
@@ -625,8 +619,7 @@ public final class ProtTcp4h implements GObjBehavior {
     private void protocolError() {
         Tcp4hFramer.Error e = framer.error();
         long l = framer.badHeader();
-        GObj bottom = gobj.bottom();
-        String peer = bottom == null ? "" : String.valueOf(bottom.readAttr(Kw.PEERNAME).asText(""));
+        String peer = ProtocolBottom.peername(gobj);
         if (e == Tcp4hFramer.Error.ZERO_LENGTH) {
             Glog.error(gobj, "frame_length cannot be 0", "msgset", "protocol_error", "peername", peer);
         } else {
@@ -646,12 +639,7 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     private void dropBottom() {
-        GObj bottom = gobj.bottom();
-        if (bottom == null) return;
-        if (gobj.readBool(IAM_SERVER) && !bottom.isRunning()) return;
-        if (bottom.acceptsEvent(Ev.EV_DROP)) {
-            bottom.send(Ev.EV_DROP, null, gobj);
-        }
+        ProtocolBottom.drop(gobj, !gobj.readBool(IAM_SERVER));
     }
 
     private ByteBuf frame(ObjectNode kw) {

@@ -157,6 +157,11 @@ final class GroupCommit {
         durable = new DurableMark(generation, rowid);
     }
 
+    /** Acks were written since the last force (a live upgrade hands this over with the files). Owner thread. */
+    boolean acksUnforced() {
+        return acks != acksForced;
+    }
+
     /** The durable rowid of {@code generation}; 0 when the mark belongs to another one. */
     long durableRowid(long generation) {
         DurableMark d = durable;

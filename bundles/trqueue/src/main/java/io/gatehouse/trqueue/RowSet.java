@@ -82,6 +82,42 @@ final class RowSet {
         return -1;
     }
 
+    // --- Live upgrade: the set as JDK values, for another trqueue revision ---
+
+    /** A copy of the set as {@code [words..., base, low, size]}: what {@link #of} takes. */
+    long[] export() {
+        long[] out = Arrays.copyOf(words, words.length + 3);
+        out[words.length] = base;
+        out[words.length + 1] = low;
+        out[words.length + 2] = size;
+        return out;
+    }
+
+    /**
+     * The set {@link #export} gave (by this revision or another one of the same format).
+     *
+     * @throws IllegalArgumentException when {@code state} is not such a set
+     */
+    static RowSet of(long[] state) {
+        if (state == null || state.length < 4) throw new IllegalArgumentException("not a row set");
+        int n = state.length - 3;
+        RowSet r = new RowSet();
+        r.words = Arrays.copyOf(state, n);
+        r.base = state[n];
+        r.low = state[n + 1];
+        r.size = (int) state[n + 2];
+        if (r.size < 0 || r.low < r.base) throw new IllegalArgumentException("not a row set: size or window");
+        return r;
+    }
+
+    /** Takes the content of {@code other} (a set just made by {@link #of}). */
+    void replaceWith(RowSet other) {
+        words = other.words;
+        base = other.base;
+        low = other.low;
+        size = other.size;
+    }
+
     void clear() {
         Arrays.fill(words, 0);
         size = 0;

@@ -16,7 +16,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.zip.CRC32C;
 
@@ -283,6 +286,80 @@ final class Topic {
 
     void close() {
         for (Segment s : segments) closeQuietly(s);
+    }
+
+    // --- Live upgrade: the open topic as JDK values, for another trqueue revision ---
+
+    /**
+     * The open topic's files and counts, to be taken over without reading them again ({@link #adopt}): the
+     * descriptor and variables, and per segment its path, base, channel, mapping, offsets, count, end, allocated
+     * space and unreadable cause; which segments are not forced yet; the directory entries not forced; the last
+     * rowid, rows lost by recovery and rows pending on disk. The offsets arrays are shared, not copied: the taker
+     * owns them once the old queue is detached, and nothing uses the old queue in between.
+     */
+    void export(Map<String, Object> out) {
+        out.put("desc", desc);
+        out.put("vars", vars);
+        List<Map<String, Object>> segs = new ArrayList<>(segments.size());
+        List<Integer> notForced = new ArrayList<>();
+        for (int i = 0; i < segments.size(); i++) {
+            Segment s = segments.get(i);
+            Map<String, Object> m = new HashMap<>();
+            m.put("path", s.path);
+            m.put("base", s.base);
+            m.put("channel", s.ch);
+            m.put("map", s.map);
+            m.put("offsets", s.offsets);
+            m.put("count", s.count);
+            m.put("end", s.end);
+            m.put("allocated", s.allocated);
+            m.put("unreadable", s.unreadable);
+            segs.add(m);
+            if (unforced.contains(s)) notForced.add(i);
+        }
+        out.put("segments", segs);
+        out.put("unforced", notForced);
+        out.put("dir_dirty", dirDirty);
+        out.put("last_rowid", lastRowid);
+        out.put("lost_rows", lostRows);
+        out.put("pending_on_disk", pendingOnDisk);
+    }
+
+    /**
+     * The topic {@link #export} gave, over the same open files: nothing is read from disk. The last segment is the
+     * current one, as after an open.
+     *
+     * @throws IllegalArgumentException (or ClassCastException) when {@code in} is not such a state
+     */
+    @SuppressWarnings("unchecked")
+    static Topic adopt(FileOps ops, Path dir, String name, int segmentSize, int maxMessageSize, Map<String, Object> in) {
+        ObjectNode desc = (ObjectNode) Objects.requireNonNull(in.get("desc"), "desc");
+        Topic tp = new Topic(ops, dir, name, desc, segmentSize, maxMessageSize);
+        tp.vars = (ObjectNode) Objects.requireNonNull(in.get("vars"), "vars");
+        for (Map<String, Object> m : (List<Map<String, Object>>) in.get("segments")) {
+            Segment s = new Segment((Path) m.get("path"), (Long) m.get("base"));
+            s.ch = (FileChannel) m.get("channel");
+            s.map = (java.nio.MappedByteBuffer) m.get("map");
+            s.offsets = (int[]) m.get("offsets");
+            s.count = (Integer) m.get("count");
+            s.end = (Long) m.get("end");
+            s.allocated = (Long) m.get("allocated");
+            s.unreadable = (String) m.get("unreadable");
+            if (s.unreadable == null && (s.ch == null || s.map == null || s.count > s.offsets.length)) {
+                throw new IllegalArgumentException("a readable segment without its channel, mapping or offsets");
+            }
+            tp.segments.add(s);
+        }
+        for (Integer i : (List<Integer>) in.get("unforced")) tp.unforced.add(tp.segments.get(i));
+        tp.dirDirty = (Boolean) in.get("dir_dirty");
+        tp.current = tp.segments.isEmpty() ? null : tp.segments.get(tp.segments.size() - 1);
+        if (tp.current != null && tp.current.unreadable != null) {
+            throw new IllegalArgumentException("its last segment is unreadable");
+        }
+        tp.lastRowid = (Long) in.get("last_rowid");
+        tp.lostRows = (Boolean) in.get("lost_rows");
+        tp.pendingOnDisk = (Long) in.get("pending_on_disk");
+        return tp;
     }
 
     static void closeQuietly(Segment s) {

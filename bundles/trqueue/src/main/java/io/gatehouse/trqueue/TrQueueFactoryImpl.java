@@ -19,6 +19,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -114,6 +115,64 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         } catch (RuntimeException e) {
             release(lock, lockCh);
             throw e;
+        }
+    }
+
+    /**
+     * Takes over the queue {@code from} has open (a handle of another trqueue revision, {@link TrQueue#openState}):
+     * its files, mappings, lock, list and soft marks are this factory's from now on, nothing is read from disk; the
+     * old handle is detached. Null, with {@code from} untouched, when its state is missing or not one this revision
+     * takes (logged once per call, as a warning: the caller opens the topic again, which loses nothing).
+     */
+    @Override
+    public TrQueue takeOver(TrQueue from, Path trangerPath, String database, String topicName, String tkey,
+                            int systemFlag, long backupQueueSize, TrQueueOptions options) {
+        if (from == null || (from instanceof TrQueueImpl && open.contains(from))) return null;
+        Map<String, Object> st;
+        TrQueueOptions opts;
+        try {
+            opts = (options == null ? TrQueueOptions.defaults() : options).validate();
+            st = from.openState();
+        } catch (RuntimeException e) {
+            Glog.warn(null, "Queue cannot be taken over, its topic is opened again", "topic_name", topicName,
+                    "cause", e.toString());
+            return null;
+        }
+        if (st == null) return null;
+        Path dbDir = database == null || database.isEmpty() ? trangerPath : trangerPath.resolve(database);
+        TrQueueImpl q;
+        try {
+            q = TrQueueImpl.adopt(this, ops, dbDir, topicName, opts, st);
+        } catch (RuntimeException e) {
+            Glog.warn(null, "Queue cannot be taken over, its topic is opened again", "topic_name", topicName,
+                    "cause", e.toString());
+            return null;
+        }
+        Object detach = st.get("detach");
+        if (!(detach instanceof Runnable)) return null;
+        ((Runnable) detach).run();
+        if (backupQueueSize > 0 && q.backupQueueSize() != backupQueueSize) {
+            q.setBackupQueueSize(backupQueueSize);
+        }
+        open.add(q);
+        q.startAdopted();
+        return q;
+    }
+
+    /**
+     * The bundle stops (a {@code Bundle.update()} of trqueue, or the framework stopping): every open queue forces
+     * what it wrote and stops its commits, but stays open and locked ({@link TrQueueImpl#park}) for the next revision
+     * to take over, or for its owner to close; the flusher stops. Queues of this factory are not told anything more.
+     */
+    public void park() {
+        List<TrQueueImpl> qs = new ArrayList<>(open);
+        for (TrQueueImpl q : qs) {
+            q.park();
+            open.remove(q);
+        }
+        synchronized (this) {
+            if (flusher != null) flusher.shutdownNow();
+            flusher = null;
         }
     }
 

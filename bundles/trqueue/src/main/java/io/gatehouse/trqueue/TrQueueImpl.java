@@ -15,6 +15,7 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.Executor;
 
 /**
@@ -37,7 +38,8 @@ final class TrQueueImpl implements TrQueue {
     private volatile Topic topic;
     private long generation;
     private final RowSet list = new RowSet();
-    private final HashMap<Long, Long> softMarks = new HashMap<>();
+    /** Not final: a live upgrade hands the map itself to the next revision's queue, no copy. */
+    private HashMap<Long, Long> softMarks = new HashMap<>();
     private final RecordJson json = new RecordJson();
 
     private boolean loadFailed;
@@ -51,6 +53,13 @@ final class TrQueueImpl implements TrQueue {
 
     TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
                 TrQueueOptions opts, FileChannel lockChannel, FileLock lock) {
+        this(factory, ops, dbDir, name, topic, opts, lockChannel, lock, topic.lastRowid);
+        startCommits();
+    }
+
+    /** A queue whose commits are not started yet ({@link #startCommits}), durable up to {@code durableRowid}. */
+    private TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
+                        TrQueueOptions opts, FileChannel lockChannel, FileLock lock, long durableRowid) {
         this.factory = factory;
         this.ops = ops;
         this.topicDir = dbDir.resolve(name);
@@ -60,7 +69,7 @@ final class TrQueueImpl implements TrQueue {
         this.lock = lock;
         this.topic = topic;
         this.generation = topic.generation;
-        this.commit = new GroupCommit(name, opts.fsyncPolicy(), () -> this.topic, generation, topic.lastRowid);
+        this.commit = new GroupCommit(name, opts.fsyncPolicy(), () -> this.topic, generation, durableRowid);
         this.backup = new TopicBackup(ops, dbDir, name, opts, commit, new TopicBackup.Owner() {
             @Override public void detach() { TrQueueImpl.this.topic = null; }
 
@@ -72,6 +81,9 @@ final class TrQueueImpl implements TrQueue {
                 noTopicSaid = false;
             }
         });
+    }
+
+    private void startCommits() {
         commit.start(factory::scheduleFlush, opts.fsyncIntervalMs());
     }
 
@@ -482,6 +494,18 @@ final class TrQueueImpl implements TrQueue {
         return tp == null ? 0 : tp.vars.path("backup_queue_size").asLong(0);
     }
 
+    /** backup_queue_size saved in topic_var.json, as an open with another value does. */
+    void setBackupQueueSize(long v) {
+        Topic tp = topic;
+        if (tp == null) return;
+        tp.vars.put("backup_queue_size", v);
+        try {
+            tp.saveVars();
+        } catch (IOException e) {
+            Glog.error(null, "Cannot write topic_var.json", "topic_name", name, "cause", e.toString());
+        }
+    }
+
     // --- Backup ---
 
     @Override
@@ -511,6 +535,108 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public void sync() {
+        commit.sync();
+    }
+
+    // --- Live upgrade: the open queue handed to another trqueue revision ---
+
+    /** The format of {@link #openState}: a taker of another format opens the topic again instead. */
+    static final String OPEN_STATE_FORMAT = "io.gatehouse.trqueue/open-state-1";
+
+    /**
+     * The open files and state, as JDK and Jackson values ({@link TrQueue#openState}), read under the flusher's lock
+     * so that no commit is half-way. The queue goes on working until the taker runs {@code "detach"}.
+     */
+    @Override
+    public Map<String, Object> openState() {
+        if (closed || topic == null) return null;
+        Map<String, Object> out = new HashMap<>();
+        commit.exclusive(() -> {
+            Topic tp = topic;
+            if (tp == null) return;
+            out.put("format", OPEN_STATE_FORMAT);
+            out.put("topic_dir", topicDir.toAbsolutePath().normalize().toString());
+            out.put("topic_name", name);
+            out.put("lock_channel", lockChannel);
+            out.put("lock", lock);
+            out.put("generation", generation);
+            tp.export(out);
+            out.put("list", list.export());
+            out.put("soft_marks", softMarks);   // the map itself: the taker owns it once this handle is detached
+            out.put("durable_rowid", commit.durableRowid(generation));
+            out.put("acks_unforced", commit.acksUnforced());
+            out.put("load_failed", loadFailed);
+            out.put("failed_fingerprint", failedFingerprint);
+            out.put("append_refused", appendRefused);
+            out.put("fault_said", faultSaid);
+            out.put("detach", (Runnable) this::detach);
+        });
+        return out.isEmpty() ? null : out;
+    }
+
+    /**
+     * Another revision holds the files now: this handle stops (no commit, no durability told, closed to its
+     * owner) without closing them or releasing the topic's lock.
+     */
+    private void detach() {
+        if (closed) return;
+        commit.stop();
+        commit.exclusive(() -> {
+            closed = true;
+            topic = null;
+        });
+        factory.closed(this);
+    }
+
+    /**
+     * The queue of another revision's {@link #openState}, over the same open files: no scan, no load, no fsync.
+     * The caller detaches the old handle and then starts this one's commits ({@link #startAdopted}).
+     *
+     * @throws IllegalArgumentException (or ClassCastException, NullPointerException) when the state is not one this
+     *         revision takes
+     */
+    @SuppressWarnings("unchecked")
+    static TrQueueImpl adopt(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, TrQueueOptions opts,
+                             Map<String, Object> st) {
+        if (!OPEN_STATE_FORMAT.equals(st.get("format"))) {
+            throw new IllegalArgumentException("open state of another format: " + st.get("format"));
+        }
+        Path dir = dbDir.resolve(name);
+        if (!dir.toAbsolutePath().normalize().toString().equals(st.get("topic_dir")) || !name.equals(st.get("topic_name"))) {
+            throw new IllegalArgumentException("open state of another topic: " + st.get("topic_dir"));
+        }
+        FileChannel lockCh = (FileChannel) st.get("lock_channel");
+        FileLock lk = (FileLock) st.get("lock");
+        if (lockCh == null || lk == null || !lk.isValid()) throw new IllegalArgumentException("the topic's lock is not held");
+        Topic tp = Topic.adopt(ops, dir, name, opts.segmentSize(), opts.maxMessageSize(), st);
+        if (tp.generation != (Long) st.get("generation")) throw new IllegalArgumentException("generation mismatch");
+        TrQueueImpl q = new TrQueueImpl(factory, ops, dbDir, name, tp, opts, lockCh, lk, (Long) st.get("durable_rowid"));
+        q.list.replaceWith(RowSet.of((long[]) st.get("list")));
+        Map<Long, Long> marks = (Map<Long, Long>) st.get("soft_marks");
+        if (marks instanceof HashMap) q.softMarks = (HashMap<Long, Long>) marks;
+        else q.softMarks.putAll(marks);
+        if ((Boolean) st.get("acks_unforced")) q.commit.flagWritten();
+        q.loadFailed = (Boolean) st.get("load_failed");
+        q.failedFingerprint = (String) st.get("failed_fingerprint");
+        q.appendRefused = (Long) st.get("append_refused");
+        q.faultSaid = (Boolean) st.get("fault_said");
+        if (!q.loadFailed) q.backup.loadedWhole();
+        return q;
+    }
+
+    /** An adopted queue goes: its flusher forces what the old handle had not forced, then every period. */
+    void startAdopted() {
+        startCommits();
+    }
+
+    /**
+     * The factory goes away (its bundle stops; the gates over this queue are suspended): what was written is
+     * forced and the flusher stops, but the files stay open and the topic locked, so that the next trqueue revision
+     * can take the queue over ({@link TrQueueFactoryImpl#takeOver}). Its owner may still close it.
+     */
+    void park() {
+        if (closed) return;
+        commit.stop();
         commit.sync();
     }
 

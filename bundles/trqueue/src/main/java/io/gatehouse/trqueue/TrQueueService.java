@@ -22,7 +22,8 @@ import java.util.Hashtable;
  * activation, instead of being the component's own service.
  *
  * <p>Going away, the service is unregistered first (the gates using it are suspended, or move to another trqueue)
- * and the factory closed after (forcing and closing what its queues wrote).
+ * and the factory parked after ({@link TrQueueFactoryImpl#park}: what its queues wrote is forced, their files stay
+ * open for the next revision to take over, or for their gates to close).
  */
 @Component(immediate = true, service = {})
 @Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"io.gatehouse.api.queue.TrQueueFactory\"",
@@ -48,7 +49,10 @@ public final class TrQueueService {
         } catch (IllegalStateException alreadyGone) {
             // the framework unregistered it with the stopping bundle
         }
-        factory.close();
+        // Parked, not closed: the gates over these queues are suspended now (their gclass went with this service),
+        // and the next trqueue revision takes the open files over instead of reading the topics again; a gate that
+        // gets no revision closes its queue itself.
+        factory.park();
     }
 
     /**

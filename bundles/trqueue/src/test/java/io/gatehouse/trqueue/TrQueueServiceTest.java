@@ -3,6 +3,7 @@ package io.gatehouse.trqueue;
 
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueFactory;
+import io.gatehouse.api.queue.TrQueueOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.osgi.framework.Bundle;
@@ -26,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The trqueue bundle publishes its factory ranked by the bundle's version, so that of two trqueue revisions
  * installed at once the higher one is the best service (C_QIOGATE's greedy reference moves to it); going away it
- * unregisters the service before it closes the queues.
+ * unregisters the service before it parks the queues (forced, files kept open for the next revision to take over).
  */
 class TrQueueServiceTest {
     @TempDir
@@ -86,13 +87,27 @@ class TrQueueServiceTest {
     }
 
     @Test
-    void shouldUnregisterBeforeItClosesTheQueues() {
+    void shouldUnregisterBeforeItParksTheQueuesForTheNextRevision() {
         TrQueueService service = new TrQueueService(context(new Version(0, 1, 0)));
         TrQueue q = ((TrQueueFactory) registered).open(tmp, "db", "t", "", 0, 0);
         q.append(io.gatehouse.api.Kw.create().put("id", "1"));
         service.deactivate();
         assertEquals(List.of("registerService " + TrQueueFactory.class.getName(), "unregister"), calls);
-        assertEquals(0, q.lastRowid(), "closed with the factory: no topic any more");
+        assertEquals(1, q.lastRowid(), "parked, not closed: its files stay open for the next trqueue");
+        try (TrQueueFactoryImpl next = new TrQueueFactoryImpl()) {
+            TrQueue taken = next.takeOver(q, tmp, "db", "t", "", 0, 0, TrQueueOptions.defaults());
+            assertEquals(1, taken.size(), "taken over by the next revision without reading the topic again");
+            assertEquals(0, q.lastRowid(), "the parked handle detached");
+        }
+    }
+
+    @Test
+    void shouldLetTheOwnerCloseAParkedQueueAndReleaseItsTopic() {
+        TrQueueService service = new TrQueueService(context(new Version(0, 1, 0)));
+        TrQueue q = ((TrQueueFactory) registered).open(tmp, "db", "t", "", 0, 0);
+        q.append(io.gatehouse.api.Kw.create().put("id", "1"));
+        service.deactivate();
+        q.close();   // no revision came: the gate closes its queue
         try (TrQueueFactoryImpl next = new TrQueueFactoryImpl()) {
             TrQueue again = next.open(tmp, "db", "t", "", 0, 0);
             again.load();

@@ -181,6 +181,24 @@ public interface TrQueue extends AutoCloseable {
     @Override
     void close();
 
+    // --- live upgrade of trqueue ---
+
+    /**
+     * This handle's open files and in-memory state, for another trqueue revision's
+     * {@link TrQueueFactory#takeOver} (the handle keeps working until that one detaches it). JDK and third-party
+     * types only (the implementation's classes are not those of another revision): {@code "format"} (a
+     * {@link String} naming the implementation and its version), open {@link java.nio.channels.FileChannel}s,
+     * mapped buffers and the topic's {@link java.nio.channels.FileLock}, arrays of offsets, the list and the soft
+     * marks, and a {@link Runnable} under {@code "detach"} that the taker runs once it holds them. The map is only
+     * read by a taker that knows its format. Null when there is nothing to take over (closed, no topic); the
+     * default answers null.
+     *
+     * @since 1.1
+     */
+    default java.util.Map<String, Object> openState() {
+        return null;
+    }
+
     // --- __md_trq__ helpers (trq_answer, trq_get_metadata, trq_set_metadata) ---
 
     /**

@@ -31,4 +31,24 @@ public interface TrQueueFactory {
                          long backupQueueSize) {
         return open(trangerPath, database, topicName, tkey, systemFlag, backupQueueSize, TrQueueOptions.defaults());
     }
+
+    /**
+     * Live upgrade of trqueue: opens the topic that {@code from}, a handle of another factory (another trqueue
+     * revision), has open, by taking over its open files and in-memory state ({@link TrQueue#openState()}) instead
+     * of reading the topic again: no scan, no load, no fsync. The arguments are those of {@link #open}; the handle
+     * answered has the same list (the messages loaded or appended and not unloaded), soft marks, generation and
+     * rowids as {@code from}, and {@code from} is left detached: closed, without its files being closed, its
+     * durability listeners told nothing more. Call it on the owner thread of {@code from}, with nothing else using
+     * it.
+     *
+     * <p>Null, with {@code from} left as it was, when the state cannot be taken over (a handle without one, of
+     * another topic or of a state format this factory does not know): the caller then closes {@code from} and
+     * calls {@link #open}. The default answers null.
+     *
+     * @since 1.1
+     */
+    default TrQueue takeOver(TrQueue from, Path trangerPath, String database, String topicName, String tkey,
+                             int systemFlag, long backupQueueSize, TrQueueOptions options) {
+        return null;
+    }
 }

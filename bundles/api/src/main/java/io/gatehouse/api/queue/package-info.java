@@ -5,7 +5,7 @@
  * through this package and never depend on the implementation.
  */
 @Export
-@Version("1.0.0")
+@Version("1.1.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
