@@ -61,7 +61,11 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     private static final String PORTS = "gatehouse.itests.liveupgrade.ports";
     private static final String DEPLOY = "gatehouse.itests.liveupgrade.deploy";
     private static final String JARS = "gatehouse.itests.liveupgrade.jars";
-    static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 20_000);
+    // 5,000 by default: at 20,000 on a quiet machine the producer is acked at the full rate while the sinks get
+    // ~2,000 msgs/s (this JVM runs Netty's leak detector at paranoid: a stack trace per buffer access, and the
+    // output path pays most of them), and the backlog of a whole run did not drain in the time below (CI,
+    // 2026-12-02). The upgrades are judged here; the forwarding rate is issue 17's, measured in bench/.
+    static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 5_000);
     static final int MQTT_RATE = Integer.getInteger("gatehouse.itests.liveupgrade.mqtt.rate", 1_000);
     /** The MQTT device's ids start here ({@code m-100000000}...), far above the queue-protocol producer's. */
     static final int MQTT_BASE = 100_000_000;
