@@ -177,6 +177,9 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
         /** Sent by the producer, and at the sinks, when the swap was done: a backlog growing shows here. */
         int sentThen = -1;
         int deliveredThen = -1;
+        /** When those were read, and the core thread's CPU time then (-1: unknown). */
+        long countedNanos;
+        long coreCpuNanos = -1;
 
         Swap(String bundle, String how) {
             this.bundle = bundle;
@@ -206,10 +209,11 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     return device.acked() > 0;
                 });
                 // The baseline the swaps' gaps are read against: the same flow on the same machine, nothing upgraded.
+                Swap start = counted(new Swap("(none)", "start"), producer, sink0, sink1);
                 Swap steady = new Swap("(none)", "steady flow");
                 Thread.sleep(2_300);
                 steady.endNanos = System.nanoTime() - 300_000_000L;
-                swaps.add(steady);
+                swaps.add(counted(steady, producer, sink0, sink1));
                 for (String b : BUNDLES) {
                     String bsn = GROUP + "." + b;
                     File original = bundleFile(b);
@@ -242,14 +246,30 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 report.append(String.format("  MQTT device: %d PUBLISHes at %d msgs/s (QoS 1 and 2), %d acked, %d QoS 2 completed,"
                     + " %d answers not expected, %d connections lost%n", mqttSent, MQTT_RATE, device.acked(),
                     device.completed(), device.unexpected(), device.lostConnections()));
-                report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  sent, at sinks then  rebuilt\n");
+                report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  sent, at sinks then"
+                    + "  to sinks/s  core busy %  core us/msg  rebuilt\n");
+                Swap prev = start;
                 for (Swap s : swaps) {
                     double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
                         sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
-                    report.append(String.format("  %-10s %-14s %9.0f %6s %9s %28.1f  %9d %9d  %s%n", s.bundle, s.how,
-                        (s.endNanos - s.startNanos) / 1e6, s.migrated < 0 ? "-" : String.valueOf(s.migrated),
+                    // Since the row before: messages to the sinks per second, how busy the core thread was, and its CPU
+                    // time per message delivered (it also takes the input in, so this is the whole pipeline's cost).
+                    String rate = "-", busy = "-", perMsg = "-";
+                    if (prev != null && s.countedNanos > prev.countedNanos) {
+                        double sec = (s.countedNanos - prev.countedNanos) / 1e9;
+                        int delivered = s.deliveredThen - prev.deliveredThen;
+                        rate = String.format("%.0f", delivered / sec);
+                        if (s.coreCpuNanos >= 0 && prev.coreCpuNanos >= 0) {
+                            long cpu = s.coreCpuNanos - prev.coreCpuNanos;
+                            busy = String.format("%.0f", cpu / 1e7 / sec);
+                            perMsg = delivered > 0 ? String.format("%.1f", cpu / 1e3 / delivered) : "-";
+                        }
+                    }
+                    prev = s;
+                    report.append(String.format("  %-10s %-14s %9.0f %6s %9s %28.1f  %9d %9d  %10s  %11s  %11s  %s%n", s.bundle,
+                        s.how, (s.endNanos - s.startNanos) / 1e6, s.migrated < 0 ? "-" : String.valueOf(s.migrated),
                         s.pauseMs < 0 ? "-" : String.format("%.2f", s.pauseMs), gap, s.sentThen, s.deliveredThen,
-                        s.rebuilt));
+                        rate, busy, perMsg, s.rebuilt));
                 }
                 System.out.print(report);
 
@@ -299,7 +319,18 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     private static Swap counted(Swap s, PacedProducer producer, AckingSink sink0, AckingSink sink1) {
         s.sentThen = producer.sent();
         s.deliveredThen = sink0.distinct() + sink1.distinct();
+        s.countedNanos = System.nanoTime();
+        s.coreCpuNanos = coreCpuNanos();
         return s;
+    }
+
+    /** The CPU time of the yuno's core thread (it runs every gobj of the demo), or -1 when it is not found. */
+    private static long coreCpuNanos() {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("gatehouse-core-")) return mx.getThreadCpuTime(t.getId());
+        }
+        return -1;
     }
 
     private Swap updateBundle(String bsn, String url, boolean rollback, String how) {
