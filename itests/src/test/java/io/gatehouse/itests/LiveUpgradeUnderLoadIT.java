@@ -65,13 +65,9 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     static final int MQTT_RATE = Integer.getInteger("gatehouse.itests.liveupgrade.mqtt.rate", 1_000);
     /** The MQTT device's ids start here ({@code m-100000000}...), far above the queue-protocol producer's. */
     static final int MQTT_BASE = 100_000_000;
-    /**
-     * The gclass bundles of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. tcp and
-     * tcp4h are left out by default while an output C_TCP can stall after a tcp swap at this rate (OPERATIONS.md,
-     * the tcp row); run them with {@code -Dgatehouse.itests.liveupgrade.bundles=tcp,tcp4h}.
-     */
+    /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
     static final List<String> BUNDLES = List.of(System.getProperty("gatehouse.itests.liveupgrade.bundles",
-        "channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http,mqtt").split(","));
+        "tcp,tcp4h,channel,iogate,qiogate,mqiogate,trqueue,relay,sink,portal,http,mqtt").split(","));
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Services of the demo config that the sinks of this test replace. */
     private static final Set<String> DEMO_SINKS = Set.of("__sink0_side__", "sink0", "__sink1_side__", "sink1");
