@@ -67,12 +67,14 @@ import java.util.stream.Stream;
  *       disk (trqueue, fsync policy {@code interval}) → two C_SINK over TCP4H; every request is answered only once
  *       each of its lines is durably queued.</li>
  * </ol>
- * Client: {@code --connections} keep-alive connections, each a thread with one request in flight (write, read the
- * answer), every request the same NDJSON body of {@code --batch} lines of about {@code --size} bytes. Configurations
- * are interleaved in rounds; medians and the ratio to (a) are printed.
+ * Client: {@code --connections} keep-alive connections, each with {@code --pipeline} requests in flight (a writer
+ * thread and a reader thread per connection; 1 = write, read the answer), every request the same NDJSON body of
+ * {@code --batch} lines of about {@code --size} bytes. Configurations are interleaved in rounds; medians, the ratio
+ * to (a), and the server's CPU per message (from {@link java.lang.management.ThreadMXBean}: on a loaded machine the
+ * rate says how much CPU the server got, the CPU per message what it costs) are printed.
  *
  * <pre>HttpBench [--rounds 3] [--connections 4] [--batch 100] [--size 128] [--warmup 2] [--duration 5] [--fsync none|interval|always]
- *           [--sinks true|false]</pre>
+ *           [--sinks true|false] [--pipeline 1] [--configs raw,gatehouse]</pre>
  * Run from the repository root (the demo config is read from {@code runtime/felix/src/main/dist/conf}, or from
  * {@code -Dgatehouse.demo.config}).
  */
@@ -92,11 +94,30 @@ public final class HttpBench {
         String fsync;
         /** false: the demo's sinks are left out, the queues only fill (ingest and durable enqueue alone). */
         boolean sinks = true;
+        /** Requests in flight per connection (HTTP/1.1 pipelining); C_PROT_HTTP_SR reads at most max_pipelined (16). */
+        int pipeline = 1;
+        /** Print the gateway's stats (gates, relay, sinks) after each gatehouse window. */
+        boolean stats;
+        /** Which servers run, in this order each round. */
+        List<String> configs = List.of("raw", "gatehouse");
     }
 
-    record Result(String config, long msgs, long requests, long errors, double seconds) {
+    /**
+     * One window: answered lines and requests, and the CPU time the server's threads (raw: its event loop;
+     * gatehouse: the core loop, which also runs the sinks, and the queue flusher) and the client's threads used in it.
+     */
+    record Result(String config, long msgs, long requests, long errors, double seconds, long serverCpuNs,
+                  long clientCpuNs) {
         double msgsPerSec() {
             return msgs / seconds;
+        }
+
+        double serverUsPerMsg() {
+            return msgs == 0 ? 0 : serverCpuNs / 1e3 / msgs;
+        }
+
+        double clientUsPerMsg() {
+            return msgs == 0 ? 0 : clientCpuNs / 1e3 / msgs;
         }
 
         double requestsPerSec() {
@@ -116,31 +137,42 @@ public final class HttpBench {
                 case "--duration": o.duration = Double.parseDouble(args[i + 1]); break;
                 case "--fsync": o.fsync = args[i + 1]; break;
                 case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
+                case "--pipeline": o.pipeline = Integer.parseInt(args[i + 1]); break;
+                case "--configs": o.configs = List.of(args[i + 1].split(",")); break;
+                case "--stats": o.stats = Boolean.parseBoolean(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         byte[] body = body(o.batch, o.size);
-        System.out.printf(Locale.ROOT, "# http ingest: %d rounds, %d connections x 1 request in flight, %d lines of"
+        if (o.pipeline < 1) throw new IllegalArgumentException("--pipeline must be at least 1");
+        for (String c : o.configs) {
+            if (!c.equals("raw") && !c.equals("gatehouse")) throw new IllegalArgumentException("unknown config " + c);
+        }
+        System.out.printf(Locale.ROOT, "# http ingest: %d rounds, %d connections x %d requests in flight, %d lines of"
                         + " ~%d B per request (%d B body), fsync %s, sinks %s, warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
-                o.rounds, o.connections, o.batch, o.size, body.length, o.fsync == null ? "interval" : o.fsync,
+                o.rounds, o.connections, o.pipeline, o.batch, o.size, body.length, o.fsync == null ? "interval" : o.fsync,
                 o.sinks ? "in this JVM" : "none (the queues fill)", o.warmup, o.duration,
                 System.getProperty("java.version"), Runtime.getRuntime().availableProcessors(), loadAverage());
         Map<String, List<Result>> results = new LinkedHashMap<>();
         for (int r = 1; r <= o.rounds; r++) {
-            for (String config : List.of("raw", "gatehouse")) {
+            for (String config : o.configs) {
                 Result res = config.equals("raw") ? runRaw(o, body) : runGatehouse(o, body);
                 results.computeIfAbsent(config, k -> new ArrayList<>()).add(res);
-                System.out.printf(Locale.ROOT, "round %d %-10s %,10.0f msgs/s %,8.0f req/s  errors %d%n", r, config,
-                        res.msgsPerSec(), res.requestsPerSec(), res.errors());
+                System.out.printf(Locale.ROOT, "round %d %-10s %,10.0f msgs/s %,8.0f req/s  errors %d  server %.2f us/msg"
+                                + " (%.0f%% of a cpu), client %.2f us/msg  load %s%n", r, config, res.msgsPerSec(),
+                        res.requestsPerSec(), res.errors(), res.serverUsPerMsg(),
+                        100.0 * res.serverCpuNs() / 1e9 / res.seconds(), res.clientUsPerMsg(), loadAverage());
             }
         }
-        double raw = median(results.get("raw"));
+        List<Result> rawResults = results.get("raw");
+        double raw = rawResults == null ? Double.NaN : median(rawResults, Result::msgsPerSec);
         System.out.println();
-        System.out.println("| config | msgs/s (median) | requests/s | ratio to raw |");
-        System.out.println("|---|---|---|---|");
+        System.out.println("| config | msgs/s (median) | requests/s | ratio to raw | server CPU us/msg (median) |");
+        System.out.println("|---|---|---|---|---|");
         for (Map.Entry<String, List<Result>> e : results.entrySet()) {
-            double m = median(e.getValue());
-            System.out.printf(Locale.ROOT, "| %s | %,.0f | %,.0f | %.2f |%n", e.getKey(), m, m / o.batch, m / raw);
+            double m = median(e.getValue(), Result::msgsPerSec);
+            System.out.printf(Locale.ROOT, "| %s | %,.0f | %,.0f | %.2f | %.2f |%n", e.getKey(), m, m / o.batch, m / raw,
+                    median(e.getValue(), Result::serverUsPerMsg));
         }
     }
 
@@ -156,8 +188,13 @@ public final class HttpBench {
         return sb.toString().getBytes(StandardCharsets.UTF_8);
     }
 
-    /** Runs the load against {@code port}: warmup, then counts answered messages for the window. */
-    static Result load(String config, int port, Options o, byte[] body) throws Exception {
+    /**
+     * Runs the load against {@code port}: warmup, then counts answered messages for the window. Each connection has
+     * a writer thread and a reader thread: the writer sends a request whenever fewer than {@code --pipeline} are
+     * unanswered, the reader reads the answers in order (with 1, write then read, as a plain keep-alive client).
+     * {@code serverThreads} names the server's threads (prefixes) whose CPU time is counted over the window.
+     */
+    static Result load(String config, int port, Options o, byte[] body, String... serverThreads) throws Exception {
         byte[] head = ("POST /ingest HTTP/1.1\r\nHost: bench\r\nContent-Type: application/x-ndjson\r\nContent-Length: "
                 + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
         byte[] request = new byte[head.length + body.length];
@@ -168,18 +205,33 @@ public final class HttpBench {
         AtomicBoolean counting = new AtomicBoolean();
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> threads = new ArrayList<>();
+        List<Socket> sockets = new java.util.concurrent.CopyOnWriteArrayList<>();
         for (int c = 0; c < o.connections; c++) {
-            Thread t = new Thread(() -> {
-                try (Socket s = new Socket()) {
-                    s.setTcpNoDelay(true);
-                    s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
-                    s.setSoTimeout(30_000);
+            Socket s = new Socket();
+            s.setTcpNoDelay(true);
+            s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            s.setSoTimeout(30_000);
+            sockets.add(s);
+            java.util.concurrent.Semaphore window = new java.util.concurrent.Semaphore(o.pipeline);
+            Thread writer = new Thread(() -> {
+                try {
                     OutputStream out = s.getOutputStream();
-                    InputStream in = new java.io.BufferedInputStream(s.getInputStream(), 4096);
                     while (!stop.get()) {
-                        out.write(request);
+                        if (!window.tryAcquire(100, java.util.concurrent.TimeUnit.MILLISECONDS)) continue;
+                        out.write(request);   // a permit taken is a request sent, whose answer the reader waits for
                         out.flush();
+                    }
+                } catch (IOException | InterruptedException e) {
+                    if (!stop.get()) errors.incrementAndGet();
+                }
+            }, "http-bench-client-w" + c);
+            Thread reader = new Thread(() -> {
+                try {
+                    InputStream in = new java.io.BufferedInputStream(s.getInputStream(), 4096);
+                    // at the end, the answers of what was sent are read before the socket closes (a clean stop)
+                    while (!(stop.get() && window.availablePermits() == o.pipeline)) {
                         int status = readAnswer(in);
+                        window.release();
                         if (!counting.get()) continue;
                         if (status == 200) requests.incrementAndGet();
                         else errors.incrementAndGet();
@@ -187,21 +239,50 @@ public final class HttpBench {
                 } catch (IOException e) {
                     if (!stop.get()) errors.incrementAndGet();
                 }
-            }, "http-bench-" + c);
-            t.setDaemon(true);
-            t.start();
-            threads.add(t);
+            }, "http-bench-client-r" + c);
+            for (Thread t : List.of(writer, reader)) {
+                t.setDaemon(true);
+                t.start();
+                threads.add(t);
+            }
         }
         Thread.sleep((long) (o.warmup * 1000));
+        Map<String, Long> cpu0 = threadCpu();
         counting.set(true);
         long t0 = System.nanoTime();
         Thread.sleep((long) (o.duration * 1000));
         counting.set(false);
         double seconds = (System.nanoTime() - t0) / 1e9;
+        Map<String, Long> cpu1 = threadCpu();
         long n = requests.get();
         stop.set(true);
-        for (Thread t : threads) t.join(35_000);
-        return new Result(config, n * o.batch, n, errors.get(), seconds);
+        for (Thread t : threads) t.join(35_000);   // writers stop, readers take the answers still due
+        for (Socket s : sockets) s.close();
+        long server = 0;
+        long client = 0;
+        for (Map.Entry<String, Long> e : cpu1.entrySet()) {
+            long d = e.getValue() - cpu0.getOrDefault(e.getKey(), e.getValue());
+            String name = e.getKey().substring(e.getKey().indexOf(' ') + 1);
+            if (name.startsWith("http-bench-client")) client += d;
+            for (String p : serverThreads) {
+                if (name.startsWith(p)) {
+                    server += d;
+                    break;
+                }
+            }
+        }
+        return new Result(config, n * o.batch, n, errors.get(), seconds, server, client);
+    }
+
+    /** CPU time of every live thread, keyed "id name" (a thread that ended in the window is not counted). */
+    static Map<String, Long> threadCpu() {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        Map<String, Long> m = new java.util.HashMap<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            long c = mx.getThreadCpuTime(t.getId());
+            if (c >= 0) m.put(t.getId() + " " + t.getName(), c);
+        }
+        return m;
     }
 
     /** Reads one answer: status line, headers, a content-length body. Answers the status. */
@@ -231,7 +312,7 @@ public final class HttpBench {
     // --- (a) raw Netty HTTP ---
 
     static Result runRaw(Options o, byte[] body) throws Exception {
-        NioEventLoopGroup group = new NioEventLoopGroup(1);
+        NioEventLoopGroup group = new NioEventLoopGroup(1, new io.netty.util.concurrent.DefaultThreadFactory("raw-http"));
         try {
             Channel server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -258,7 +339,7 @@ public final class HttpBench {
                     }).bind("127.0.0.1", 0).sync().channel();
             int port = ((InetSocketAddress) server.localAddress()).getPort();
             try {
-                return load("raw", port, o, body);
+                return load("raw", port, o, body, "raw-http");
             } finally {
                 server.close().sync();
             }
@@ -296,11 +377,16 @@ public final class HttpBench {
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl();
              YunoRuntime rt = YunoRuntime.builder().name("httpbench").dataDir(data).gclasses(gclasses(queues))
                      .config(cfg).build().start()) {
-            Result r = load("gatehouse", ports[3], o, body);
+            Result r = load("gatehouse", ports[3], o, body, "gatehouse-core-", "trqueue");
             JsonNode out = rt.command("stats-yuno service=__output_side__").get("data");
             long queued = 0;
             for (JsonNode q : out) queued += q.path("msgs_in_queue").asLong();
             System.out.printf(Locale.ROOT, "          (gatehouse: %d still queued for the sinks at the end)%n", queued);
+            if (o.stats) {
+                for (String svc : List.of("__http_side__", "relay", "__output_side__", "sink0", "sink1")) {
+                    System.out.println("          stats " + svc + ": " + rt.command("stats-yuno service=" + svc).get("data"));
+                }
+            }
             return r;
         } finally {
             try (Stream<Path> s = Files.walk(data)) {
@@ -326,8 +412,8 @@ public final class HttpBench {
         }
     }
 
-    static double median(List<Result> rs) {
-        double[] v = rs.stream().mapToDouble(Result::msgsPerSec).sorted().toArray();
+    static double median(List<Result> rs, java.util.function.ToDoubleFunction<Result> f) {
+        double[] v = rs.stream().mapToDouble(f).sorted().toArray();
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 

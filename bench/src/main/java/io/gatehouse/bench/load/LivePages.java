@@ -58,6 +58,7 @@ public final class LivePages {
         int pages = 50;
         LoadGen.Options base = new LoadGen.Options();
         base.connections = 4;
+        base.mode = LoadGen.Mode.BURST;   // its published figures are of the acked rate, pipelined (no sinks here)
         base.window = 2000;
         base.warmup = 2;
         base.duration = 4;

@@ -84,34 +84,39 @@ final class Ndjson {
     /**
      * Writes the object {@code a[start, end)} into {@code out} with {@code "__md_trq__": {conn, req, msg}} added as
      * its last key: the relay takes the last of duplicate keys, so a client's own {@code __md_trq__} cannot stand
-     * in for ours.
+     * in for ours. {@code mdHead} is the part every message of the request shares ({@link #mdHead}), written once
+     * per request.
      */
-    static void writeMessage(ByteBuf out, byte[] a, int start, int end, long conn, long req, int msg) {
+    static void writeMessage(ByteBuf out, byte[] a, int start, int end, byte[] mdHead, int msg) {
         int close = end - 1;   // the object's '}'
         int k = close - 1;
         while (k > start && isSpace(a[k])) k--;
         boolean empty = k == start;   // only white space between '{' and '}'
         out.writeBytes(a, start, (empty ? start + 1 : close) - start);
         if (!empty) out.writeByte(',');
-        out.writeBytes(MD_OPEN);
-        writeLong(out, conn);
-        out.writeBytes(MD_REQ);
-        writeLong(out, req);
-        out.writeBytes(MD_MSG);
-        writeLong(out, msg);
+        out.writeBytes(mdHead);
+        writeInt(out, msg);
         out.writeByte('}').writeByte('}');
     }
 
-    /** Bytes {@link #writeMessage} adds at most to an object. */
-    static int overhead() {
-        return MD_OPEN.length + MD_REQ.length + MD_MSG.length + 3 * 20 + 3;
+    /** {@code "__md_trq__":{"conn":C,"req":R,"msg":}: the metadata up to the message's index. */
+    static byte[] mdHead(long conn, long req) {
+        return (new String(MD_OPEN, StandardCharsets.US_ASCII) + conn + new String(MD_REQ, StandardCharsets.US_ASCII)
+                + req + new String(MD_MSG, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The decimal digits of {@code v} (not negative). */
+    private static void writeInt(ByteBuf out, int v) {
+        if (v < 10) {
+            out.writeByte('0' + v);
+            return;
+        }
+        int div = 1;
+        while (v / div >= 10) div *= 10;
+        for (; div > 0; div /= 10) out.writeByte('0' + (v / div) % 10);
     }
 
     private static boolean isSpace(byte b) {
         return b == ' ' || b == '\t' || b == '\r' || b == '\n';
-    }
-
-    private static void writeLong(ByteBuf out, long v) {
-        out.writeCharSequence(Long.toString(v), StandardCharsets.US_ASCII);
     }
 }

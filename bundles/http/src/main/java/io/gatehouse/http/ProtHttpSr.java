@@ -233,6 +233,8 @@ public final class ProtHttpSr implements GObjBehavior {
 
     private final GObj gobj;
     private final ByteBufAllocator alloc = ByteBufAllocator.DEFAULT;
+    /** Reads the relay's acks without a tree. */
+    private final AckScan ackScan = new AckScan();
     /** codec-http's decoder for the current connection; null while disconnected. */
     private EmbeddedChannel decoder;
     /** Requests received and not yet answered on the wire, in order. */
@@ -451,12 +453,20 @@ public final class ProtHttpSr implements GObjBehavior {
         return 0;
     }
 
-    /** An ack or nack of one of our messages, sent back down by the relay through the gate and the channel. */
+    /**
+     * An ack or nack of one of our messages, sent back down by the relay through the gate and the channel: read
+     * from its bytes by {@link AckScan}, or parsed when the scan cannot vouch for it.
+     */
     private int acAck(String event, ObjectNode kw, GObj src) {
         ObjectNode msg = kw;
         ByteBuf b = Kw.takeGbuffer(kw);
         if (b != null) {
             try {
+                if (ackScan.scan(b) == AckScan.FOUND) {
+                    onAck(ackScan.conn(), ackScan.req(), ackScan.msg(), ackScan.result());
+                    pump();
+                    return 0;
+                }
                 msg = Kw.parse(b);
             } catch (IOException e) {
                 msg = null;
@@ -470,7 +480,8 @@ public final class ProtHttpSr implements GObjBehavior {
             Glog.error(gobj, "Message to an HTTP client dropped: only acks are expected", "msgset", "internal_error");
             return -1;
         }
-        onAck(md, md.has(Kw.RESULT) ? md.get(Kw.RESULT).asInt() : (int) Kw.getLong(msg, Kw.RESULT, 0));
+        onAck(md.path(MD_CONN).asLong(-1), md.path(MD_REQ).asLong(-1), md.path(MD_MSG).asInt(-1),
+                md.has(Kw.RESULT) ? md.get(Kw.RESULT).asInt() : (int) Kw.getLong(msg, Kw.RESULT, 0));
         pump();
         return 0;
     }
@@ -687,10 +698,11 @@ public final class ProtHttpSr implements GObjBehavior {
             q.expected = s.count;
             q.ackedMsgs = new BitSet(s.count);
             q.deadline = nowMs() + gobj.readLong(TIMEOUT_DURABLE);
+            byte[] mdHead = Ndjson.mdHead(connId, q.seq);
             for (int i = 0; i < s.count; i++) {
                 int len = s.ends[i] - s.starts[i];
-                ByteBuf m = alloc.heapBuffer(len + Ndjson.overhead());
-                Ndjson.writeMessage(m, a, s.starts[i], s.ends[i], connId, q.seq, i);
+                ByteBuf m = alloc.heapBuffer(len + mdHead.length + 13);
+                Ndjson.writeMessage(m, a, s.starts[i], s.ends[i], mdHead, i);
                 int r = gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(m));
                 if (decoder == null || gobj.isDestroyed()) return;   // dropped while the message went up
                 if (q.answer != null) return;   // nacked: the rest of the request is not offered
@@ -704,10 +716,7 @@ public final class ProtHttpSr implements GObjBehavior {
         }
     }
 
-    private void onAck(JsonNode md, int result) {
-        long conn = md.path(MD_CONN).asLong(-1);
-        long seq = md.path(MD_REQ).asLong(-1);
-        int msg = md.path(MD_MSG).asInt(-1);
+    private void onAck(long conn, long seq, int msg, int result) {
         Req q = null;
         if (conn == connId) {
             for (Req r : requests) {

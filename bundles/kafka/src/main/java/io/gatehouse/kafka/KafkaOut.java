@@ -21,8 +21,11 @@ import io.gatehouse.api.St;
 import io.gatehouse.kafka.link.Connectivity;
 import io.gatehouse.kafka.link.KafkaLink;
 import io.gatehouse.kafka.link.SendResult;
+import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.producer.Producer;
 
@@ -239,6 +242,16 @@ public final class KafkaOut implements GObjBehavior {
 
     /** A queued record by the queue's identity of it. */
     record RecordKey(long generation, long rowid) {
+        // written out: the record's generated ones go through ObjectMethods, which showed in the send path's profile
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof RecordKey && ((RecordKey) o).rowid == rowid && ((RecordKey) o).generation == generation;
+        }
+
+        @Override
+        public int hashCode() {
+            return Long.hashCode(rowid) * 31 + Long.hashCode(generation);
+        }
     }
 
     /** A record handed to the producer, waiting for its callback. */
@@ -577,6 +590,18 @@ public final class KafkaOut implements GObjBehavior {
             refuseProducer(error);
             return 0;
         }
+        if (md == null) {
+            // Direct mode: no queue sends it again. A record refused for good goes to the dead-letter file now and
+            // its sender is told it is durable there; any other failure gets no answer, and the producer upstream
+            // sends the message again after its own timeout.
+            if (REFUSAL_RECORD.equals(refusal)) {
+                deadLetterDirect(kw, error);
+            } else if (failStreak++ == 0) {
+                Glog.warn(gobj, "Kafka refused records: not confirmed, the producers upstream send them again",
+                        "error", error, "retriable", kw.path("retriable").asBoolean(), "topic", gobj.read(TOPIC));
+            }
+            return 0;
+        }
         if (REFUSAL_RECORD.equals(refusal) && key != null && gobj.readLong(DEAD_LETTER_MAX_BYTES) > 0
                 && refusedForGood.size() < 2 * gobj.readLong(MAX_IN_FLIGHT)) {
             // Sending it again would meet the same answer: the queue's next send of it goes to the dead-letter file.
@@ -646,8 +671,8 @@ public final class KafkaOut implements GObjBehavior {
         byte[] id = msgId(key);
         String refusedWhy = refusedForGood.get(key);
         if (refusedWhy != null) return deadLetter(key, id, out, refusedWhy);
-        KafkaLink.Offer offer = link.send(out.key, out.value, Map.of(GH_MSG_ID, id),
-                delivery(gobj, producerSeq, out.md, null, null));
+        KafkaLink.Offer offer = link.send(out.key, out.value, GH_MSG_ID, id,
+                delivery(gobj, producerSeq, out.md, null, null, null));
         if (offer != KafkaLink.Offer.ACCEPTED) {
             // Only when the queue's window was raised over max_in_flight after the start: a nack makes it wait.
             gobj.inc(REFUSED);
@@ -663,8 +688,11 @@ public final class KafkaOut implements GObjBehavior {
     private int produceDirect(KafkaRecords.Outgoing out, ObjectNode durable, GObj src) {
         byte[] id = (new String(msgIdPrefix, StandardCharsets.UTF_8) + "direct/" + startedAtMs + "-" + (++directSeq))
                 .getBytes(StandardCharsets.UTF_8);
-        KafkaLink.Offer offer = link.send(out.key, out.value, Map.of(GH_MSG_ID, id),
-                delivery(gobj, producerSeq, null, durable, durable == null ? null : src));
+        // The callback keeps the record (JDK types, so a callback of this revision is read by the next one): with
+        // no queue to send it again, a record Kafka refuses for good goes to the dead-letter file from the callback.
+        byte[][] record = gobj.readLong(DEAD_LETTER_MAX_BYTES) > 0 ? new byte[][] {id, out.key, out.value} : null;
+        KafkaLink.Offer offer = link.send(out.key, out.value, GH_MSG_ID, id,
+                delivery(gobj, producerSeq, null, durable, durable == null ? null : src, record));
         if (offer != KafkaLink.Offer.ACCEPTED) {
             gobj.inc(REFUSED);
             return -1;
@@ -679,11 +707,12 @@ public final class KafkaOut implements GObjBehavior {
      * behaviour the gobj runs then (a live upgrade may have replaced this one).
      */
     private static KafkaLink.SendCallback delivery(GObj g, long producer, ObjectNode md, ObjectNode durable,
-                                                   GObj replyTo) {
-        return r -> g.send(EV_KAFKA_DELIVERY, deliveryKw(producer, md, durable, replyTo, r), g);
+                                                   GObj replyTo, byte[][] record) {
+        return r -> g.send(EV_KAFKA_DELIVERY, deliveryKw(producer, md, durable, replyTo, record, r), g);
     }
 
-    private static ObjectNode deliveryKw(long producer, ObjectNode md, ObjectNode durable, GObj replyTo, SendResult r) {
+    private static ObjectNode deliveryKw(long producer, ObjectNode md, ObjectNode durable, GObj replyTo,
+                                         byte[][] record, SendResult r) {
         ObjectNode kw = Kw.create();
         kw.put("producer", producer);
         kw.put("ok", r.ok());
@@ -693,8 +722,10 @@ public final class KafkaOut implements GObjBehavior {
         if (r.ok()) {
             kw.put("partition", r.partition()).put("offset", r.offset());
         } else {
-            kw.put("error", String.valueOf(r.error())).put("retriable", r.retriable())
-                    .put("refusal", refusal(r.error()));
+            String refusal = refusal(r.error());
+            kw.put("error", String.valueOf(r.error())).put("retriable", r.retriable()).put("refusal", refusal);
+            // direct mode: the record itself, for the dead-letter file (id, key, value)
+            if (record != null && REFUSAL_RECORD.equals(refusal)) Kw.putRef(kw, "record", record);
         }
         kw.put("latency_us", r.latencyNanos() / 1000);
         return kw;
@@ -773,54 +804,101 @@ public final class KafkaOut implements GObjBehavior {
      * forever nor vanishes. When the file cannot take it (full, or an I/O error) it is nacked and stays queued.
      */
     private int deadLetter(RecordKey key, byte[] id, KafkaRecords.Outgoing out, String error) {
-        Path path = deadLetterPath();
         try {
-            ObjectNode line = Kw.create();
-            line.put("gh_msg_id", new String(id, StandardCharsets.UTF_8));
-            line.put("topic", gobj.read(TOPIC));
-            line.put("t", gobj.yuno().clock().epochMillis());
-            line.put("error", error);
-            if (out.key == null) line.putNull("key");
-            else line.put("key", new String(out.key, StandardCharsets.UTF_8));
-            line.put("value", new String(out.value, StandardCharsets.UTF_8));
-            byte[] bytes = (Kw.toJson(line) + "\n").getBytes(StandardCharsets.UTF_8);
-            if (deadLetters == null) {
-                Files.createDirectories(path.getParent());
-                deadLetters = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                        StandardOpenOption.APPEND);
-            }
-            long max = gobj.readLong(DEAD_LETTER_MAX_BYTES);
-            if (deadLetters.size() + bytes.length > max) {
-                throw new IOException("dead-letter file full (" + deadLetters.size() + " of " + max + " bytes)");
-            }
-            ByteBuffer b = ByteBuffer.wrap(bytes);
-            while (b.hasRemaining()) deadLetters.write(b);
-            deadLetters.force(false);
+            appendDeadLetter(id, out.key, out.value, error);
         } catch (IOException | RuntimeException e) {
-            String why = "dead letter " + path + ": " + e.getMessage();
-            gobj.set(LAST_ERROR, why);
-            if (!why.equals(deadLetterFailSaid)) {
-                deadLetterFailSaid = why;
-                Glog.error(gobj, "Record Kafka refused cannot be dead-lettered: it stays queued and is retried",
-                        "error", String.valueOf(e.getMessage()), "file", path.toString(), "refused_by_kafka", error);
-            }
-            nackSoon(gobj, producerSeq, out.md, why);
+            nackSoon(gobj, producerSeq, out.md, deadLetterFailed(e, error, "it stays queued and is retried"));
             return 0;
         }
         refusedForGood.remove(key);
         nacked.remove(key);
-        deadLetterFailSaid = null;
-        gobj.inc(RECORDS_DEAD_LETTERED);
-        gobj.set(DEAD_LETTER_FILE, path.toString());
-        if (deadLetterStreak++ == 0) {
-            Glog.error(gobj, "Kafka refused a record for good: written to the dead-letter file, cleared from the queue",
-                    "error", error, "gh_msg_id", new String(id, StandardCharsets.UTF_8), "file", path.toString());
-        }
+        deadLettered(id, error, "cleared from the queue");
         ObjectNode kw = Kw.create().put("producer", producerSeq).put("ok", false).put("dead_lettered", true);
         kw.set("md", out.md);
         GObj g = gobj;
         g.yuno().eventLoop().execute(() -> g.send(EV_KAFKA_DELIVERY, kw, g));
         return 0;
+    }
+
+    /**
+     * Direct mode: a record Kafka refused for good, from its callback (which kept the record). Written to the
+     * dead-letter file, then its sender gets EV_ON_DURABLE: the message is on the edge's disk, as a queued record
+     * that went there would be, and the producer upstream is acked instead of sending it again forever. When the
+     * file cannot take it (no file, full, I/O error) the sender gets nothing, as for any failure in this mode.
+     */
+    private void deadLetterDirect(ObjectNode kw, String error) {
+        byte[][] record = Kw.ref(kw, "record", byte[][].class);
+        if (record == null) {
+            // dead_letter_max_bytes 0: nothing kept, nothing written
+            if (failStreak++ == 0) {
+                Glog.warn(gobj, "Kafka refused a record for good and there is no dead-letter file: not confirmed, "
+                        + "the producers upstream send it again", "error", error, "topic", gobj.read(TOPIC));
+            }
+            return;
+        }
+        try {
+            appendDeadLetter(record[0], record[1], record[2], error);
+        } catch (IOException | RuntimeException e) {
+            deadLetterFailed(e, error, "not confirmed, the producers upstream send it again");
+            return;
+        }
+        deadLettered(record[0], error, "confirmed to its sender");
+        GObj to = Kw.ref(kw, "reply_to", GObj.class);
+        JsonNode durable = kw.get("durable");
+        if (to != null && !to.isDestroyed() && durable instanceof ObjectNode) {
+            to.send(Ev.EV_ON_DURABLE, (ObjectNode) durable, gobj);
+        }
+    }
+
+    /** One NDJSON line appended to the dead-letter file and forced to disk; throws when the file cannot take it. */
+    private void appendDeadLetter(byte[] id, byte[] key, byte[] value, String error) throws IOException {
+        Path path = deadLetterPath();
+        ObjectNode line = Kw.create();
+        line.put("gh_msg_id", new String(id, StandardCharsets.UTF_8));
+        line.put("topic", gobj.read(TOPIC));
+        line.put("t", gobj.yuno().clock().epochMillis());
+        line.put("error", error);
+        if (key == null) line.putNull("key");
+        else line.put("key", new String(key, StandardCharsets.UTF_8));
+        line.put("value", new String(value, StandardCharsets.UTF_8));
+        byte[] bytes = (Kw.toJson(line) + "\n").getBytes(StandardCharsets.UTF_8);
+        if (deadLetters == null) {
+            Files.createDirectories(path.getParent());
+            deadLetters = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.APPEND);
+        }
+        long max = gobj.readLong(DEAD_LETTER_MAX_BYTES);
+        if (deadLetters.size() + bytes.length > max) {
+            throw new IOException("dead-letter file full (" + deadLetters.size() + " of " + max + " bytes)");
+        }
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        while (b.hasRemaining()) deadLetters.write(b);
+        deadLetters.force(false);
+    }
+
+    /** Counted, the file in stats, and said once per streak. */
+    private void deadLettered(byte[] id, String error, String then) {
+        Path path = deadLetterPath();
+        deadLetterFailSaid = null;
+        gobj.inc(RECORDS_DEAD_LETTERED);
+        gobj.set(DEAD_LETTER_FILE, path.toString());
+        if (deadLetterStreak++ == 0) {
+            Glog.error(gobj, "Kafka refused a record for good: written to the dead-letter file, " + then,
+                    "error", error, "gh_msg_id", new String(id, StandardCharsets.UTF_8), "file", path.toString());
+        }
+    }
+
+    /** The file could not take a record: in last_error, said once per reason; answers the reason. */
+    private String deadLetterFailed(Exception e, String error, String then) {
+        Path path = deadLetterPath();
+        String why = "dead letter " + path + ": " + e.getMessage();
+        gobj.set(LAST_ERROR, why);
+        if (!why.equals(deadLetterFailSaid)) {
+            deadLetterFailSaid = why;
+            Glog.error(gobj, "Record Kafka refused cannot be dead-lettered: " + then,
+                    "error", String.valueOf(e.getMessage()), "file", path.toString(), "refused_by_kafka", error);
+        }
+        return why;
     }
 
     /** {@code <data dir>/kafka-dead-letters/<client id>.ndjson}: one file per C_KAFKA of the gateway. */
@@ -840,11 +918,62 @@ public final class KafkaOut implements GObjBehavior {
         }
     }
 
-    /** The answer of the queue protocol, published to the queue above: the record's md with {@code result}. */
+    /**
+     * The answer of the queue protocol, published to the queue above: the record's md with {@code result}, as the
+     * bytes a remote peer would send ({@code {"__md_trq__":{...,"result":0}}}), which C_QIOGATE reads with its ack
+     * scan and no JSON tree. The store's md (rowid, t, generation) is written digit by digit; any other md through
+     * Jackson.
+     */
     private void answerQueue(ObjectNode md, int result) {
-        ObjectNode answer = Kw.create();
-        answer.set(Kw.MD_TRQ, md.put(Kw.RESULT, result));
-        gobj.publish(Ev.EV_ON_MESSAGE, answer);
+        ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
+        JsonNode rowid = md.get(TrQueue.MSG_ROWID);
+        JsonNode t = md.get(TrQueue.MSG_T);
+        JsonNode gen = md.get(TrQueue.MSG_GEN);
+        if (md.size() == 3 && isLong(rowid) && isLong(t) && isLong(gen)) {
+            b.writeBytes(ACK_ROWID);
+            writeLong(b, rowid.longValue());
+            b.writeBytes(ACK_T);
+            writeLong(b, t.longValue());
+            b.writeBytes(ACK_GEN);
+            writeLong(b, gen.longValue());
+            b.writeBytes(ACK_RESULT);
+            writeLong(b, result);
+            b.writeBytes(ACK_END);
+        } else {
+            ObjectNode answer = Kw.create();
+            answer.set(Kw.MD_TRQ, md.deepCopy().put(Kw.RESULT, result));
+            b.writeCharSequence(Kw.toJson(answer), StandardCharsets.UTF_8);
+        }
+        gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
+    }
+
+    private static final byte[] ACK_ROWID = ascii("{\"" + Kw.MD_TRQ + "\":{\"" + TrQueue.MSG_ROWID + "\":");
+    private static final byte[] ACK_T = ascii(",\"" + TrQueue.MSG_T + "\":");
+    private static final byte[] ACK_GEN = ascii(",\"" + TrQueue.MSG_GEN + "\":");
+    private static final byte[] ACK_RESULT = ascii(",\"" + Kw.RESULT + "\":");
+    private static final byte[] ACK_END = ascii("}}");
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static boolean isLong(JsonNode n) {
+        return n != null && n.isIntegralNumber() && n.canConvertToLong();
+    }
+
+    /** A long in decimal, no String made. */
+    static void writeLong(ByteBuf b, long v) {
+        if (v == Long.MIN_VALUE) {
+            b.writeCharSequence(Long.toString(v), StandardCharsets.US_ASCII);
+            return;
+        }
+        if (v < 0) {
+            b.writeByte('-');
+            v = -v;
+        }
+        long p = 1;
+        while (p <= v / 10) p *= 10;
+        for (; p > 0; p /= 10) b.writeByte((int) ('0' + (v / p) % 10));
     }
 
     private KafkaLink.Builder builder(long seq) {

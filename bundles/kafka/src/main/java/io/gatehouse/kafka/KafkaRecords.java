@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.api.queue.TrQueue;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -47,8 +48,10 @@ final class KafkaRecords {
         int at = lastIndexOf(b, MD_KEY);
         if (at > 0 && n >= 2 && b[n - 1] == '}' && (b[at - 1] == ',' || b[at - 1] == '{')) {
             int mdFrom = at + MD_KEY.length;
-            JsonNode md = null;
-            try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
+            // The store's own md, {"__msg_rowid__":R,"__msg_t__":T,"__msg_gen__":G}, read byte by byte; any other
+            // shape goes to Jackson below
+            JsonNode md = storeMd(b, mdFrom, n - 1);
+            if (md == null) try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
                 JsonNode tree = p.nextToken() == JsonToken.START_OBJECT ? Kw.MAPPER.readTree(p) : null;
                 // exactly one object up to the closing brace: the key is the last of the message
                 if (p.nextToken() == null) md = tree;
@@ -111,6 +114,44 @@ final class KafkaRecords {
                 }
             }
         }
+    }
+
+    private static final byte[][] MD_FIELDS = {
+        ("{\"" + TrQueue.MSG_ROWID + "\":").getBytes(StandardCharsets.US_ASCII),
+        (",\"" + TrQueue.MSG_T + "\":").getBytes(StandardCharsets.US_ASCII),
+        (",\"" + TrQueue.MSG_GEN + "\":").getBytes(StandardCharsets.US_ASCII)};
+    private static final String[] MD_NAMES = {TrQueue.MSG_ROWID, TrQueue.MSG_T, TrQueue.MSG_GEN};
+
+    /**
+     * The md exactly as the store writes it, in {@code b[from, to)}: {@code {"__msg_rowid__":R,"__msg_t__":T,
+     * "__msg_gen__":G}} with integers of at most 18 digits (a minus sign allowed but for the rowid), as the tree
+     * Jackson would make of it; null for anything else (another order, spaces, more keys, ...), which the caller
+     * parses.
+     */
+    static ObjectNode storeMd(byte[] b, int from, int to) {
+        long[] v = new long[3];
+        int i = from;
+        for (int f = 0; f < 3; f++) {
+            byte[] k = MD_FIELDS[f];
+            if (to - i < k.length) return null;
+            for (int j = 0; j < k.length; j++) {
+                if (b[i + j] != k[j]) return null;
+            }
+            i += k.length;
+            boolean neg = f > 0 && i < to && b[i] == '-';
+            if (neg) i++;
+            int d0 = i;
+            long x = 0;
+            while (i < to && b[i] >= '0' && b[i] <= '9') x = x * 10 + (b[i++] - '0');
+            int digits = i - d0;
+            // no leading zero (Jackson refuses one), 1..18 digits: a long as it is
+            if (digits == 0 || digits > 18 || (digits > 1 && b[d0] == '0')) return null;
+            v[f] = neg ? -x : x;
+        }
+        if (i != to - 1 || b[i] != '}') return null;
+        ObjectNode md = Kw.create();
+        for (int f = 0; f < 3; f++) md.put(MD_NAMES[f], v[f]);
+        return md;
     }
 
     private static int lastIndexOf(byte[] a, byte[] key) {

@@ -81,13 +81,25 @@ class KafkaOutTest {
     /** out (C_QIOGATE, topic q) over kafka (C_KAFKA) with these kw, in a yuno named edge-t. */
     void start(String kafkaKw) throws IOException {
         queues = new TrQueueFactoryImpl();
-        String cfg = "{\"yuno\": {\"yuno_name\": \"edge-t\"}, \"services\": [{\"name\": \"out\", \"gclass\": \"C_QIOGATE\","
+        rt = YunoRuntime.builder().name("edge-t").dataDir(Files.createTempDirectory(root, "yuno-"))
+                .gclass(new QIoGateGClass(queues).spec(), KafkaOut.SPEC, Recorder.SPEC).config(config(kafkaKw)).build()
+                .start();
+        recorder = Recorder.create(rt, "rec");
+    }
+
+    /** The yuno's config: out (C_QIOGATE) over kafka (C_KAFKA) with these kw. */
+    static String config(String kafkaKw) {
+        return "{\"yuno\": {\"yuno_name\": \"edge-t\"}, \"services\": [{\"name\": \"out\", \"gclass\": \"C_QIOGATE\","
                 + " \"kw\": {\"topic_name\": \"q\", \"timeout_poll\": 100, \"retry_delay\": 200},"
                 + " \"children\": [{\"name\": \"kafka\", \"gclass\": \"C_KAFKA\", \"kw\": {\"check_interval_ms\": 200,"
                 + " \"check_timeout_ms\": 2000, \"reopen_interval_ms\": 500, " + kafkaKw + "}}]}]}";
-        rt = YunoRuntime.builder().name("edge-t").dataDir(Files.createTempDirectory(root, "yuno-"))
-                .gclass(new QIoGateGClass(queues).spec(), KafkaOut.SPEC, Recorder.SPEC).config(cfg).build().start();
-        recorder = Recorder.create(rt, "rec");
+    }
+
+    /** The kafka dict of a SASL_PLAINTEXT/PLAIN client, user {@value TestBroker#USER} with this password. */
+    static String saslKw(String password) {
+        return "\"kafka\": {\"security.protocol\": \"SASL_PLAINTEXT\", \"sasl.mechanism\": \"PLAIN\", "
+                + "\"sasl.jaas.config\": \"org.apache.kafka.common.security.plain.PlainLoginModule required "
+                + "username=\\\"" + USER + "\\\" password=\\\"" + password + "\\\";\"}";
     }
 
     static String kw(String bootstrap, String topic) {
@@ -279,6 +291,62 @@ class KafkaOutTest {
         await("SASL without JAAS refused", 15_000, () -> stats().get("kafka_status").asText().contains("JAAS"));
     }
 
+    /**
+     * The credentials of a running edge changed to a wrong password against the broker's SASL listener (which
+     * authenticates every client): the link closes and says why once, nothing is sent or acked, the queue grows on
+     * disk; the config fixed (OPERATIONS.md: a changed read-only attribute rebuilds the service, its queue reopens
+     * from disk) delivers every record, each once.
+     */
+    @Test
+    @Order(5)
+    void shouldKeepEverythingQueuedWhileTheSaslPasswordIsWrongSayItOnceAndDeliverAllOnceTheConfigIsFixed()
+            throws Exception {
+        String topic = "sasl-fix";
+        broker.createTopic(topic, 1);
+        TestBroker.allow(org.apache.kafka.common.acl.AclOperation.ALL, topic);
+        String good = config(kw(broker.saslBootstrapServers(), topic) + ", " + saslKw(PASSWORD));
+        String bad = config(kw(broker.saslBootstrapServers(), topic) + ", " + saslKw("wrong"));
+        try (io.gatehouse.testkit.LogCapture logs = new io.gatehouse.testkit.LogCapture()) {
+            start(kw(broker.saslBootstrapServers(), topic) + ", " + saslKw(PASSWORD));
+            await("connected with the right password", 30_000, () -> stats().get("connected").asBoolean());
+            send(0, 10);
+            awaitDrained(10, 30_000);
+
+            assertEquals("rebuilt", rt.reconfigure(Kw.parse(bad)).get("out"), "a read-only attribute changed");
+            send(10, 10);
+            await("authentication failure reported", 30_000,
+                    () -> stats().get("kafka_status").asText().contains("authentication with "
+                            + broker.saslBootstrapServers() + " failed"));
+            send(20, 10);
+            Thread.sleep(2_000);   // ten connectivity checks, each failing alike
+            JsonNode s = stats();
+            System.out.println("wrong SASL password: " + s.get("kafka_status").asText());
+            assertTrue(s.get("kafka_status").asText().contains("Invalid username or password"), s.toString());
+            assertFalse(s.get("connected").asBoolean(), "link closed: " + s);
+            assertEquals(20, s.get("msgs_in_queue").asLong(), "every record since the change kept on disk: " + s);
+            assertEquals(0, s.get("pending_acks").asLong(), "nothing handed to a closed link: " + s);
+            assertEquals(0, s.get("records_sent").asLong(), s.toString());
+            assertEquals(0, s.get("records_acked").asLong(), s.toString());
+            assertEquals(0, s.get("acks").asLong(), "nothing cleared: " + s);
+            assertEquals(1, logs.count("Kafka not reachable: records stay queued"), "said once: " + logs.all());
+            assertEquals(1, logs.count("Kafka reachable: sending"), "reachable only before the change: " + logs.all());
+
+            assertEquals("rebuilt", rt.reconfigure(Kw.parse(good)).get("out"), "the password fixed");
+            awaitDrained(20, 30_000);
+            assertEquals(2, logs.count("Kafka reachable: sending"), logs.all().toString());
+        }
+        List<KafkaRecord> got = readBack(topic);
+        Set<String> ids = new HashSet<>();
+        Set<Integer> seqs = new HashSet<>();
+        for (KafkaRecord r : got) {
+            ids.add(r.header(KafkaOut.GH_MSG_ID));
+            seqs.add(Kw.parse(r.valueString()).get("seq").asInt());
+        }
+        assertEquals(30, got.size(), "each record once: " + got.size());
+        assertEquals(30, ids.size());
+        for (int i = 0; i < 30; i++) assertTrue(seqs.contains(i), "record " + i + " delivered");
+    }
+
     /** The dead-letter file's lines. */
     List<JsonNode> deadLetters() throws IOException {
         Path f = Path.of(stats().get("dead_letter_file").asText());
@@ -420,6 +488,93 @@ class KafkaOutTest {
         assertEquals(3, got.size());
         assertTrue(got.get(0).header(KafkaOut.GH_MSG_ID).startsWith("edge-t/out/q/direct/"), got.get(0).header(KafkaOut.GH_MSG_ID));
         assertEquals("{\"id\":\"d\",\"n\":0}", got.get(0).valueString(), "the durable dict stays out");
+    }
+
+    /** A message to C_KAFKA itself, as a relay in direct mode sends it, told to the recorder. */
+    void sendDirect(int n, int padding) {
+        rt.run(() -> {
+            ObjectNode m = Kw.create().put("id", "d").put("n", n);
+            if (padding > 0) m.put("pad", "x".repeat(padding));
+            m.putObject(Kw.DURABLE).put("n", n);
+            assertEquals(0, kafkaGobj().send(Ev.EV_SEND_MESSAGE, m, recorder.gobj()), "taken " + n);
+        });
+    }
+
+    Set<Integer> durableNs() {
+        Set<Integer> ns = new HashSet<>();
+        for (Recorder.Event e : recorder.events(Ev.EV_ON_DURABLE)) ns.add(e.kw.get("n").asInt());
+        return ns;
+    }
+
+    @Test
+    @Order(7)
+    void shouldDeadLetterARecordRefusedForGoodInDirectModeAndTellItsSenderItIsDurableThere() throws Exception {
+        // the broker refuses what is over 2048 B for this topic, the producer what is over 8192 B
+        broker.createTopic("direct-small", 1, Map.of("max.message.bytes", "2048"));
+        try (io.gatehouse.testkit.LogCapture logs = new io.gatehouse.testkit.LogCapture()) {
+            start(kw(broker.bootstrapServers(), "direct-small") + ", \"linger_ms\": 100, "
+                    + "\"kafka\": {\"max.request.size\": 8192}");
+            await("connected", 30_000, () -> stats().get("connected").asBoolean());
+            String said = "Kafka refused a record for good: written to the dead-letter file, confirmed to its sender";
+            sendDirect(0, 0);
+            sendDirect(1, 4000);    // refused by the broker (its batch split, the others go through)
+            sendDirect(2, 0);
+            assertTrue(recorder.awaitCount(Ev.EV_ON_DURABLE, 3, 30_000), "EV_ON_DURABLE for each: " + durableNs()
+                    + " " + stats());
+            assertEquals(1, logs.count(said), logs.all().toString());
+            sendDirect(3, 10000);   // refused by the producer, inside its send
+            sendDirect(4, 10000);   // the same streak: not said again
+            assertTrue(recorder.awaitCount(Ev.EV_ON_DURABLE, 5, 30_000), "EV_ON_DURABLE for each: " + durableNs());
+            sendDirect(5, 0);
+            assertTrue(recorder.awaitCount(Ev.EV_ON_DURABLE, 6, 30_000), "EV_ON_DURABLE for each: " + durableNs());
+            assertEquals(Set.of(0, 1, 2, 3, 4, 5), durableNs());
+            assertEquals(2, logs.count(said), "said once per streak: " + logs.all());
+            JsonNode s = stats();
+            assertEquals(3, s.get("records_dead_lettered").asLong(), s.toString());
+            assertEquals(3, s.get("records_acked").asLong(), s.toString());
+            assertTrue(s.get("last_error").asText().contains("RecordTooLarge"), s.get("last_error").asText());
+            List<JsonNode> dead = deadLetters();
+            assertEquals(3, dead.size(), dead.toString());
+            Set<Integer> deadNs = new HashSet<>();
+            for (JsonNode d : dead) {
+                assertTrue(d.get("gh_msg_id").asText().matches("edge-t/out/q/direct/\\d+-\\d+"), d.toString());
+                assertEquals("direct-small", d.get("topic").asText());
+                assertEquals("d", d.get("key").asText());
+                assertTrue(d.get("error").asText().contains("RecordTooLarge"), d.toString());
+                ObjectNode v = Kw.parse(d.get("value").asText());
+                assertFalse(v.has(Kw.DURABLE), "the value as produced: " + v);
+                deadNs.add(v.get("n").asInt());
+            }
+            assertEquals(Set.of(1, 3, 4), deadNs);
+        }
+        List<KafkaRecord> got = readBack("direct-small");
+        Set<Integer> inKafka = new HashSet<>();
+        for (KafkaRecord r : got) inKafka.add(Kw.parse(r.valueString()).get("n").asInt());
+        assertEquals(Set.of(0, 2, 5), inKafka, "the others reached Kafka, the refused ones did not");
+    }
+
+    @Test
+    @Order(7)
+    void shouldLeaveARecordRefusedForGoodUnconfirmedInDirectModeWhenThereIsNoDeadLetterFile() throws Exception {
+        broker.createTopic("direct-kept", 1);
+        try (io.gatehouse.testkit.LogCapture logs = new io.gatehouse.testkit.LogCapture()) {
+            start(kw(broker.bootstrapServers(), "direct-kept") + ", \"dead_letter_max_bytes\": 0, "
+                    + "\"kafka\": {\"max.request.size\": 1024}");
+            await("connected", 30_000, () -> stats().get("connected").asBoolean());
+            sendDirect(0, 0);
+            sendDirect(1, 4000);
+            sendDirect(2, 0);
+            assertTrue(recorder.awaitCount(Ev.EV_ON_DURABLE, 2, 30_000), "the others confirmed: " + durableNs());
+            await("the large one failed", 10_000, () -> stats().get("records_failed").asLong() >= 1);
+            Thread.sleep(500);
+            assertEquals(Set.of(0, 2), durableNs(), "the refused one is not confirmed: its producer sends it again");
+            JsonNode s = stats();
+            assertEquals(0, s.get("records_dead_lettered").asLong(), s.toString());
+            assertEquals("", s.get("dead_letter_file").asText(), s.toString());
+            assertEquals(1, logs.count("Kafka refused a record for good and there is no dead-letter file: not "
+                    + "confirmed, the producers upstream send it again"), logs.all().toString());
+        }
+        assertEquals(2, readBack("direct-kept").size());
     }
 
     @Test

@@ -88,4 +88,56 @@ class KafkaRecordsTest {
                 "as text: Kafka parses each to its property's type");
         assertThrows(IllegalArgumentException.class, () -> KafkaOut.properties(Kw.parse("{\"ssl\":{\"x\":1}}")));
     }
+
+    /** The same keys in the same order, each the same number. */
+    static void assertSameNumbers(ObjectNode want, ObjectNode got) {
+        assertEquals(java.util.List.copyOf(want.properties()).stream().map(Map.Entry::getKey).toList(),
+                java.util.List.copyOf(got.properties()).stream().map(Map.Entry::getKey).toList(), got.toString());
+        want.properties().forEach(e -> assertEquals(e.getValue().asLong(), got.get(e.getKey()).asLong(), e.getKey()));
+    }
+
+    static ObjectNode storeMd(String md) {
+        byte[] b = ("{\"x\":1," + "\"__md_trq__\":" + md + "}").getBytes(StandardCharsets.UTF_8);
+        int from = b.length - 1 - md.length();
+        return KafkaRecords.storeMd(b, from, b.length - 1);
+    }
+
+    @Test
+    void shouldReadTheStoresOwnMdByteByByteAsJacksonWouldAndLeaveAnyOtherShapeToJackson() throws Exception {
+        for (String md : new String[] {"{\"__msg_rowid__\":17,\"__msg_t__\":1764428000,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":1,\"__msg_t__\":-5,\"__msg_gen__\":0}",
+                "{\"__msg_rowid__\":999999999999999999,\"__msg_t__\":0,\"__msg_gen__\":-1}"}) {
+            assertSameNumbers(Kw.parse(md), storeMd(md));
+            assertSameNumbers(Kw.parse(md), KafkaRecords.fromQueue(buf("{\"a\":1,\"__md_trq__\":" + md + "}"), null).md);
+        }
+        for (String md : new String[] {"{\"__msg_t__\":1,\"__msg_rowid__\":17,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":17,\"__msg_t__\":1}", "{\"__msg_rowid__\":17, \"__msg_t__\":1,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":017,\"__msg_t__\":1,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":-17,\"__msg_t__\":1,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":17,\"__msg_t__\":1.5,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":1234567890123456789,\"__msg_t__\":1,\"__msg_gen__\":2}",
+                "{\"__msg_rowid__\":17,\"__msg_t__\":1,\"__msg_gen__\":2,\"x\":0}"}) {
+            assertNull(storeMd(md), md);
+            // and the general path reads it as Jackson does, or refuses it as Jackson does (a leading zero)
+            String msg = "{\"a\":1,\"__md_trq__\":" + md + "}";
+            ObjectNode tree;
+            try {
+                tree = Kw.parse(md);
+            } catch (java.io.IOException notJson) {
+                assertThrows(java.io.IOException.class, () -> KafkaRecords.fromQueue(buf(msg), null), md);
+                continue;
+            }
+            assertEquals(tree.toString(), KafkaRecords.fromQueue(buf(msg), null).md.toString(), md);
+        }
+    }
+
+    @Test
+    void shouldWriteLongsInDecimal() {
+        for (long v : new long[] {0, 1, 9, 10, 99, 100, -1, -10, 1764428000123L, Long.MAX_VALUE, Long.MIN_VALUE}) {
+            ByteBuf b = Unpooled.buffer();
+            KafkaOut.writeLong(b, v);
+            assertEquals(Long.toString(v), b.toString(StandardCharsets.US_ASCII));
+            b.release();
+        }
+    }
 }

@@ -42,14 +42,16 @@ final class DurableWaits {
 
     /**
      * The queue of {@code generation} is durable up to {@code durableRowid}: tells every sender whose record is
-     * covered, oldest first. Waits of an older generation cannot be told any more (the topic they were written to
-     * was backed up): they are dropped, and said once with their count.
+     * covered, oldest first, in one pass (one group commit: one call, however many records it covers; a sender's
+     * action that fails is its own, core says it, and the waits after it are told). Waits of an older generation
+     * cannot be told any more (the topic they were written to was backed up): they are dropped, and said once with
+     * their count. Waits of a newer generation (generations only grow) are not covered by this mark: they wait.
      */
     void drain(long generation, long durableRowid) {
         int stale = 0;
         while (!waits.isEmpty()) {
             Wait w = waits.peek();
-            if (w.generation == generation && w.rowid > durableRowid) break;
+            if (w.generation > generation || (w.generation == generation && w.rowid > durableRowid)) break;
             waits.poll();
             if (w.generation != generation) {
                 stale++;

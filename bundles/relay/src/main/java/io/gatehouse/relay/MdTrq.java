@@ -128,9 +128,55 @@ final class MdTrq extends JsonScan {
         return out;
     }
 
+    /**
+     * After {@link #FOUND} of {@link #simple} metadata: the bytes {@link #startAck} writes, in an array of their own,
+     * for an ack that goes up later (a durable output's EV_ON_DURABLE): kept with the message's durability dict, it
+     * makes that ack a copy of bytes instead of writing the parsed metadata again ({@link #writeAckStart}).
+     */
+    byte[] ackStart() {
+        // the md's braces are not copied, a comma may be added: exact unless whitespace is left out
+        byte[] out = new byte[ACK_HEAD.length + (mdTo - mdFrom - 2) + 1 + RESULT_FIELD.length];
+        System.arraycopy(ACK_HEAD, 0, out, 0, ACK_HEAD.length);
+        int o = ACK_HEAD.length;
+        int last = mdTo - 1;
+        int run = mdFrom + 1;
+        boolean inString = false;
+        for (int k = run; k < last; k++) {
+            byte c = a[k];
+            if (c == '"') {
+                inString = !inString;
+            } else if (!inString && isWs(c)) {
+                if (k > run) {
+                    System.arraycopy(a, run, out, o, k - run);
+                    o += k - run;
+                }
+                run = k + 1;
+            }
+        }
+        if (last > run) {
+            System.arraycopy(a, run, out, o, last - run);
+            o += last - run;
+        }
+        if (keys > 0) out[o++] = ',';
+        System.arraycopy(RESULT_FIELD, 0, out, o, RESULT_FIELD.length);
+        o += RESULT_FIELD.length;
+        return o == out.length ? out : java.util.Arrays.copyOf(out, o);
+    }
+
+    /** A buffer holding {@code start} ({@link #ackStart}), with room for the result and the braces after it. */
+    static ByteBuf startAck(byte[] start) {
+        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, start.length + 16);
+        out.writeBytes(start);
+        return out;
+    }
+
     /** Ends an ack that {@link #startAck} or {@link #writeAckStart} began: the result and the two braces. */
     static ByteBuf endAck(ByteBuf out, int result) {
-        out.writeCharSequence(Integer.toString(result), StandardCharsets.US_ASCII);
+        if (result >= 0 && result <= 9) {
+            out.writeByte('0' + result);
+        } else {
+            out.writeCharSequence(Integer.toString(result), StandardCharsets.US_ASCII);
+        }
         out.writeByte('}');
         out.writeByte('}');
         return out;

@@ -2,6 +2,7 @@
 package io.gatehouse.relay;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.BinaryNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Attr;
 import io.gatehouse.api.AttrFlag;
@@ -105,6 +106,12 @@ public final class Relay implements GObjBehavior {
     private static final String DURABLE_MD = "md";
     /** In the {@link Kw#DURABLE} dict: the input gate the message came through (a reference). */
     private static final String DURABLE_GATE = "gate";
+    /**
+     * In the {@link Kw#DURABLE} dict, when the metadata was {@link MdTrq#simple}: the ack's bytes up to its result
+     * ({@link MdTrq#ackStart}, a binary node), so the ack at EV_ON_DURABLE is a copy, not the metadata written
+     * again. A dict without it (made by a revision before it) is answered from {@link #DURABLE_MD}, as before.
+     */
+    private static final String DURABLE_ACK = "ack";
 
     /** The result of a nack for a refused message: negative, so the sender retries (Yuneta's queue protocol). */
     static final int REFUSED_RESULT = -1;
@@ -228,6 +235,13 @@ public final class Relay implements GObjBehavior {
 
     /** The output stored a message: its producer gets the ack now, on the connection it came from. */
     private int acOnDurable(String ev, ObjectNode kw, GObj src) {
+        JsonNode ack = kw.get(DURABLE_ACK);
+        if (ack instanceof BinaryNode) {
+            JsonNode md = gobj.isTraced(TRACE_MESSAGES) ? kw.get(DURABLE_MD) : null;
+            answerUpstream(MdTrq.endAck(MdTrq.startAck(((BinaryNode) ack).binaryValue()), 0),
+                    md == null ? null : md.toString(), kw.get(Kw.TEMP), Kw.ref(kw, DURABLE_GATE, GObj.class), 0);
+            return 0;
+        }
         JsonNode md = kw.get(DURABLE_MD);
         if (md instanceof ObjectNode) {
             answerUpstream((ObjectNode) md, kw.get(Kw.TEMP), Kw.ref(kw, DURABLE_GATE, GObj.class), 0);
@@ -258,8 +272,11 @@ public final class Relay implements GObjBehavior {
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
+        byte[] ackStart = null;
         try {
-            msg = buf == null ? Kw.withoutRefs(kw) : scan.scan(buf) == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
+            int found = buf == null ? MdTrq.UNSURE : scan.scan(buf);
+            msg = buf == null ? Kw.withoutRefs(kw) : found == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
+            if (found == MdTrq.FOUND && scan.simple()) ackStart = scan.ackStart();
         } catch (IOException e) {
             gobj.inc(BAD_JSON);
             if (notJson.hit()) {
@@ -276,6 +293,7 @@ public final class Relay implements GObjBehavior {
         if (upstreamMd != null && upstreamMd.isObject()) {
             ObjectNode durable = msg.putObject(Kw.DURABLE);
             durable.set(DURABLE_MD, upstreamMd);
+            if (ackStart != null) durable.set(DURABLE_ACK, BinaryNode.valueOf(ackStart));
             if (temp != null) durable.set(Kw.TEMP, temp);
             if (src != null) Kw.putRef(durable, DURABLE_GATE, src);
         }
@@ -285,7 +303,12 @@ public final class Relay implements GObjBehavior {
         int r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
         if (r < 0) {
             gobj.inc(REFUSED);
-            if (upstreamMd instanceof ObjectNode) answerUpstream((ObjectNode) upstreamMd, temp, src, REFUSED_RESULT);
+            if (ackStart != null) {
+                answerUpstream(MdTrq.endAck(MdTrq.startAck(ackStart), REFUSED_RESULT),
+                        gobj.isTraced(TRACE_MESSAGES) ? upstreamMd.toString() : null, temp, src, REFUSED_RESULT);
+            } else if (upstreamMd instanceof ObjectNode) {
+                answerUpstream((ObjectNode) upstreamMd, temp, src, REFUSED_RESULT);
+            }
         } else {
             gobj.inc(TX_MSGS);
         }

@@ -49,11 +49,20 @@ final class GroupCommit {
     private record DurableMark(long generation, long rowid) {
     }
 
-    /** A listener and its executor: at most one call waits on the executor, and it reads the mark when it runs. */
+    /**
+     * A listener and its executor: at most one call waits on the executor, and it reads the mark when it runs, so
+     * one call covers every commit since the last one (the executor gets one task per commit at most, however many
+     * records it made durable). A listener that throws is said once per streak and told again at the next commit;
+     * it does not keep the other listeners from being told, nor stop the flusher (an exception escaping a periodic
+     * task would cancel it).
+     */
     private final class CoalescedListener {
         final DurableListener listener;
         final Executor executor;
         final AtomicBoolean scheduled = new AtomicBoolean();
+        final Runnable call = this::call;
+        /** The listener threw at its last call (read and written by the calls, which never overlap). */
+        volatile boolean failed;
 
         CoalescedListener(DurableListener listener, Executor executor) {
             this.listener = listener;
@@ -63,13 +72,24 @@ final class GroupCommit {
         void tell() {
             if (!scheduled.compareAndSet(false, true)) return;
             try {
-                executor.execute(() -> {
-                    scheduled.set(false);
-                    DurableMark d = durable;
-                    listener.durable(d.generation(), d.rowid());
-                });
+                executor.execute(call);
             } catch (RejectedExecutionException e) {
                 scheduled.set(false);
+            }
+        }
+
+        private void call() {
+            scheduled.set(false);
+            DurableMark d = durable;
+            try {
+                listener.durable(d.generation(), d.rowid());
+                failed = false;
+            } catch (RuntimeException e) {
+                if (!failed) {
+                    failed = true;
+                    Glog.error(null, "Queue durability listener failed (said once until it works again)",
+                            "topic_name", name, "generation", d.generation(), "rowid", d.rowid(), "cause", e.toString());
+                }
             }
         }
     }

@@ -158,6 +158,45 @@ class GroupCommitTest {
     }
 
     @Test
+    void shouldGiveTheExecutorOneTaskPerCommitHoweverManyRowsItCovers() throws Exception {
+        List<Runnable> waiting = new ArrayList<>();
+        GroupCommit c = commit(FsyncPolicy.INTERVAL, waiting::add);
+        for (int i = 0; i < 1000; i++) append();
+        c.flushTick();
+        assertEquals(1, waiting.size(), "one task to the core loop for the thousand rows of one commit");
+        waiting.remove(0).run();
+        assertEquals(List.of("7:1000"), told, "carrying the highest rowid it covers");
+    }
+
+    @Test
+    void shouldTellTheOtherListenersAndKeepCommittingWhenAListenerThrows() throws Exception {
+        // On the flusher thread itself (no executor): an exception escaping the tick would cancel the periodic task.
+        GroupCommit c = new GroupCommit("T", FsyncPolicy.INTERVAL, () -> queueTopic, tp.generation, tp.lastRowid);
+        List<String> second = new ArrayList<>();
+        boolean[] throwing = {true};
+        c.onDurable((gen, rowid) -> {
+            if (throwing[0]) throw new IllegalStateException("listener bug " + rowid);
+            told.add(gen + ":" + rowid);
+        }, null);
+        c.onDurable((gen, rowid) -> second.add(gen + ":" + rowid), null);
+        append();
+        assertDoesNotThrow(c::flushTick);
+        append();
+        assertDoesNotThrow(c::flushTick);
+        assertEquals(List.of("7:1", "7:2"), second, "the listener after the one that threw is told every commit");
+        assertEquals(List.of(), told);
+        assertEquals(1, log.count("Queue durability listener failed (said once until it works again)"), "said once per streak");
+        throwing[0] = false;
+        append();
+        c.flushTick();
+        assertEquals(List.of("7:3"), told, "told again at the next commit, with everything it covers");
+        throwing[0] = true;
+        append();
+        c.flushTick();
+        assertEquals(2, log.count("Queue durability listener failed (said once until it works again)"), "said again after a call worked");
+    }
+
+    @Test
     void shouldTellAtTheNextCommitWhenTheExecutorRejectedACall() throws Exception {
         boolean[] reject = {true};
         GroupCommit c = commit(FsyncPolicy.INTERVAL, r -> {

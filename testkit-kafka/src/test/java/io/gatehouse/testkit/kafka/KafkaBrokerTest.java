@@ -26,8 +26,9 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The harness itself against one broker: produce and read back with headers, a graceful stop and a SIGKILL each
- * followed by a restart on the same data and ports, and close removing everything.
+ * The harness itself against one broker: produce and read back with headers, the SASL/PLAIN listener taking its
+ * user and refusing a wrong password, a graceful stop and a SIGKILL each followed by a restart on the same data and
+ * ports, and close removing everything.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -40,7 +41,7 @@ class KafkaBrokerTest {
         Path root = Path.of(System.getProperty("gatehouse.testkit.dir", "target/kafka-tests"));
         Files.createDirectories(root);
         dir = Files.createTempDirectory(root, "broker-");
-        broker = KafkaBroker.start(dir);
+        broker = KafkaBroker.builder(dir).saslPlain("edge", "s3cret").start();
         System.out.println("broker " + broker + " started in " + broker.lastStartTime().toMillis() + " ms");
     }
 
@@ -52,8 +53,13 @@ class KafkaBrokerTest {
     }
 
     static void produce(String topic, int from, int to) throws Exception {
+        produce(topic, from, to, new Properties());
+    }
+
+    static void produce(String topic, int from, int to, Properties extra) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+        p.putAll(extra);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         try (KafkaProducer<byte[], byte[]> producer =
@@ -94,6 +100,35 @@ class KafkaBrokerTest {
         broker.createTopic("t1", 1);
         produce("t1", 0, 100);
         assertRecords(broker.consumeAll("t1", Duration.ofSeconds(30)), 100);
+    }
+
+    static Properties sasl(String password) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.saslBootstrapServers());
+        p.put("security.protocol", "SASL_PLAINTEXT");
+        p.put("sasl.mechanism", "PLAIN");
+        p.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"edge\""
+            + " password=\"" + password + "\";");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");
+        return p;
+    }
+
+    @Test
+    @Order(1)
+    void shouldAuthenticateItsSaslUserOnTheSaslListenerAndRefuseAWrongPassword() throws Exception {
+        assertTrue(broker.saslBootstrapServers().startsWith("127.0.0.1:"));
+        assertFalse(broker.saslBootstrapServers().equals(broker.bootstrapServers()));
+        String props = Files.readString(dir.resolve("server.properties"));
+        assertTrue(props.contains("listener.name.sasl_plaintext.plain.sasl.jaas.config="), props);
+        broker.createTopic("t-sasl", 1);
+        produce("t-sasl", 0, 10, sasl("s3cret"));
+        assertRecords(broker.consumeAll("t-sasl", Duration.ofSeconds(30)), 10);
+        Exception e = assertThrows(Exception.class, () -> produce("t-sasl", 10, 11, sasl("wrong")));
+        Throwable c = e;
+        while (c != null && !(c instanceof org.apache.kafka.common.errors.AuthenticationException)) c = c.getCause();
+        assertTrue(c != null, "an AuthenticationException: " + e);
+        assertTrue(c.getMessage().contains("Invalid username or password"), c.getMessage());
+        assertEquals(10, broker.consumeAll("t-sasl", Duration.ofSeconds(30)).size(), "nothing more written");
     }
 
     @Test

@@ -373,6 +373,21 @@ public final class KafkaLink implements AutoCloseable {
      * @param headers header name to value, in the map's iteration order; may be null
      */
     public Offer send(byte[] key, byte[] value, Map<String, byte[]> headers, SendCallback callback) {
+        RecordHeaders hs = new RecordHeaders();
+        if (headers != null) {
+            headers.forEach(hs::add);
+        }
+        return send(key, value, hs, callback);
+    }
+
+    /** {@link #send(byte[], byte[], Map, SendCallback)} with one header, and no map made for it. */
+    public Offer send(byte[] key, byte[] value, String header, byte[] headerValue, SendCallback callback) {
+        RecordHeaders hs = new RecordHeaders();
+        hs.add(header, headerValue);
+        return send(key, value, hs, callback);
+    }
+
+    private Offer send(byte[] key, byte[] value, RecordHeaders hs, SendCallback callback) {
         Objects.requireNonNull(callback, "callback");
         if (closed.get()) {
             return Offer.CLOSED;
@@ -384,10 +399,6 @@ public final class KafkaLink implements AutoCloseable {
         }
         sent.incrementAndGet();
         long t0 = System.nanoTime();
-        RecordHeaders hs = new RecordHeaders();
-        if (headers != null) {
-            headers.forEach(hs::add);
-        }
         AtomicBoolean done = new AtomicBoolean();
         try {
             // Kafka runs the callback on its I/O thread, or right here for an error found before queueing

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.qiogate;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
+import io.gatehouse.api.GClassSpec;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
+import io.gatehouse.api.Kw;
+import io.gatehouse.api.St;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.Recorder;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The senders waiting for durability, told in one pass per group commit: what a commit covers is told in append
+ * order in the turn of the loop that drains it, across senders, across a new topic generation, past a sender that
+ * went away or whose action throws. Real gobjs on a yuno, the drain called on its core loop.
+ */
+@Timeout(30)
+class DurableWaitsTest {
+    /** A sender whose EV_ON_DURABLE action throws (a bug in it): the waits after its own must still be told. */
+    static final class Throwing implements GObjBehavior {
+        Throwing(GObj g) {
+        }
+
+        int acDurable(String ev, ObjectNode kw, GObj src) {
+            throw new IllegalStateException("a bug in the sender, at " + kw.path("tag").asText());
+        }
+    }
+
+    static final GClassSpec<Throwing> THROWING = GClassSpec.builder("C_THROWING_SENDER", Throwing.class)
+            .description("throws at EV_ON_DURABLE")
+            .fsm(Fsm.<Throwing>builder().state(St.ST_IDLE).on(Ev.EV_ON_DURABLE, Throwing::acDurable).build())
+            .factory(Throwing::new).build();
+
+    private final LogCapture log = new LogCapture();
+    private YunoRuntime rt;
+    private DurableWaits waits;
+    private Recorder a;
+    private Recorder b;
+
+    @BeforeEach
+    void setUp() {
+        rt = YunoRuntime.builder().name("waits").gclass(THROWING).config("{\"services\": []}").build().start();
+        a = Recorder.create(rt, "a");
+        b = Recorder.create(rt, "b");
+        waits = rt.call(() -> new DurableWaits(rt.yuno().root()));
+    }
+
+    @AfterEach
+    void tearDown() {
+        rt.close();
+        log.close();
+    }
+
+    private static ObjectNode dict(String tag) {
+        return Kw.create().put("tag", tag);
+    }
+
+    private static List<String> tags(Recorder r) {
+        List<String> out = new ArrayList<>();
+        for (Recorder.Event e : r.events(Ev.EV_ON_DURABLE)) out.add(e.kw.path("tag").asText());
+        return out;
+    }
+
+    @Test
+    void shouldTellWhatOneCommitCoversInAppendOrderInOnePass() {
+        List<String> all = new ArrayList<>();
+        rt.run(() -> {
+            for (int i = 1; i <= 1000; i++) {
+                Recorder to = i % 3 == 0 ? b : a;
+                waits.add(1, i, to.gobj(), dict("r" + i));
+            }
+            waits.drain(1, 700);
+            // told within the drain itself: every sender has its events when the pass returns
+            assertEquals(300, waits.size());
+        });
+        List<String> ta = tags(a);
+        List<String> tb = tags(b);
+        assertEquals(467, ta.size());
+        assertEquals(233, tb.size());
+        for (int i = 1, ia = 0, ib = 0; i <= 700; i++) {
+            if (i % 3 == 0) assertEquals("r" + i, tb.get(ib++), "b's waits in append order");
+            else assertEquals("r" + i, ta.get(ia++), "a's waits in append order");
+        }
+        rt.run(() -> waits.drain(1, 700));
+        assertEquals(467, a.count(Ev.EV_ON_DURABLE), "a commit that covers nothing new tells nobody again");
+        rt.run(() -> waits.drain(1, 1000));
+        assertEquals(667, a.count(Ev.EV_ON_DURABLE));
+        assertEquals(333, b.count(Ev.EV_ON_DURABLE));
+        assertTrue(rt.call(() -> waits.isEmpty()));
+        assertEquals(0, log.count("Durability waits of another queue generation dropped: their senders are not told"));
+    }
+
+    @Test
+    void shouldTellTheNewGenerationAndDropTheOlderOnesWhenABatchSpansATopicBackup() {
+        rt.run(() -> {
+            waits.add(1, 9, a.gobj(), dict("g1-9"));
+            waits.add(1, 10, a.gobj(), dict("g1-10"));
+            waits.add(2, 1, a.gobj(), dict("g2-1"));
+            waits.add(2, 2, b.gobj(), dict("g2-2"));
+            waits.add(2, 3, a.gobj(), dict("g2-3"));
+            // The first commit of generation 2 covers rows 1 and 2: the waits of generation 1 cannot be told any
+            // more (their topic was backed up), those of generation 2 up to its mark are.
+            waits.drain(2, 2);
+        });
+        assertEquals(List.of("g2-1"), tags(a));
+        assertEquals(List.of("g2-2"), tags(b));
+        assertEquals(1, log.count("Durability waits of another queue generation dropped: their senders are not told"));
+        assertEquals(2L, ((Number) log.with("Durability waits of another queue generation dropped: their senders are not told")
+                .get(0).fields.get("count")).longValue());
+        rt.run(() -> waits.drain(2, 3));
+        assertEquals(List.of("g2-1", "g2-3"), tags(a));
+        assertTrue(rt.call(() -> waits.isEmpty()));
+    }
+
+    @Test
+    void shouldKeepTheNewerGenerationWaitingWhenTheMarkIsStillOfTheOlderOne() {
+        rt.run(() -> {
+            waits.add(1, 5, a.gobj(), dict("g1-5"));
+            waits.add(2, 1, a.gobj(), dict("g2-1"));
+            waits.drain(1, 5);
+        });
+        assertEquals(List.of("g1-5"), tags(a));
+        // The mark of generation 1 says nothing of generation 2's rows: they wait for a commit of theirs.
+        assertEquals(1, (int) rt.call(() -> waits.size()));
+    }
+
+    @Test
+    void shouldTellTheOthersWhenASenderThrowsOrIsGone() {
+        GObj thrower = rt.call(() -> rt.yuno().root().createVolatileChild("thrower", "C_THROWING_SENDER", null));
+        Recorder gone = Recorder.create(rt, "gone");
+        rt.run(() -> {
+            waits.add(1, 1, a.gobj(), dict("1"));
+            waits.add(1, 2, thrower, dict("2"));
+            waits.add(1, 3, gone.gobj(), dict("3"));
+            waits.add(1, 4, b.gobj(), dict("4"));
+            waits.add(1, 5, thrower, dict("5"));
+            waits.add(1, 6, a.gobj(), dict("6"));
+            gone.gobj().destroy();
+            waits.drain(1, 6);
+        });
+        assertEquals(List.of("1", "6"), tags(a));
+        assertEquals(List.of("4"), tags(b));
+        assertEquals(0, gone.count(Ev.EV_ON_DURABLE));
+        assertTrue(rt.call(() -> waits.isEmpty()), "every covered wait leaves, told or not");
+        assertEquals(2, log.with("Action failed").size(), "the sender's failure is its own, said by core");
+    }
+
+    @Test
+    void shouldHandTheWaitsOverInOrderAndTellThemAfterTheImport() {
+        ArrayNode state = rt.call(() -> {
+            waits.add(1, 1, a.gobj(), dict("1"));
+            waits.add(1, 2, b.gobj(), dict("2"));
+            waits.add(1, 3, a.gobj(), dict("3"));
+            return waits.exportState();
+        });
+        assertEquals(3, DurableWaits.highestRowid(state));
+        DurableWaits next = rt.call(() -> new DurableWaits(rt.yuno().root()));
+        rt.run(() -> {
+            next.importState(state);
+            next.drain(1, 3);
+        });
+        assertEquals(List.of("1", "3"), tags(a));
+        assertEquals(List.of("2"), tags(b));
+    }
+}
