@@ -3,8 +3,10 @@ package io.gatehouse.tcp;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
+import io.gatehouse.api.Fsm;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
+import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.support.Gbuffers;
@@ -21,6 +23,9 @@ import io.gatehouse.testkit.TestCerts;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -269,6 +274,91 @@ class TcpUpgradeTest {
                 assertEquals(1L, attr(cli, tcp, "connxs"));
                 ss.setSoTimeout(300);
                 assertThrows(SocketTimeoutException.class, ss::accept, "no second connection");
+            }
+        }
+    }
+
+    /** Where a message read reaches the layers above: the stack depth of its EV_ON_MESSAGE, on the core loop. */
+    static final class Depths implements GObjBehavior {
+        final List<Integer> reads = Collections.synchronizedList(new ArrayList<>());
+
+        Depths(GObj g) {
+        }
+
+        private int acMessage(String ev, ObjectNode kw, GObj src) {
+            reads.add(Thread.currentThread().getStackTrace().length);
+            Kw.release(kw);
+            return 0;
+        }
+
+        static final GClassSpec<Depths> SPEC = GClassSpec.builder("C_TEST_DEPTHS", Depths.class)
+                .description("stack depth of each message read (this test)")
+                .fsm(Fsm.<Depths>builder()
+                        .state(St.ST_IDLE)
+                        .on(Ev.EV_ON_MESSAGE, Depths::acMessage)
+                        .ignore(Ev.EV_ON_OPEN)
+                        .ignore(Ev.EV_ON_CLOSE)
+                        .build())
+                .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                .factory(Depths::new)
+                .build();
+    }
+
+    /** At the head of the pipeline: the stack depth of each write, the end of everything a write passes through. */
+    static final class WriteDepths extends ChannelOutboundHandlerAdapter {
+        final List<Integer> writes = Collections.synchronizedList(new ArrayList<>());
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+            writes.add(Thread.currentThread().getStackTrace().length);
+            ctx.write(msg, promise);
+        }
+    }
+
+    /**
+     * An upgrade leaves nothing of the old revision on the message paths: no handler, wrapper or listener of it
+     * forwarding to the new one. A read reaches the layers above, and a write the socket, through as many frames
+     * after five upgrades as before the first, and the socket's pipeline holds one C_TCP handler, the new
+     * revision's. (A chain growing by one link per upgrade would cost more per message after each one, and under
+     * Netty's paranoid leak detector, which records a stack trace per buffer access, more per frame.)
+     */
+    @Test
+    void shouldReadAndWriteThroughTheSameFramesAfterEachUpgrade() throws Exception {
+        try (ServerSocket ss = listen();
+             YunoRuntime cli = YunoRuntime.builder().name("t").gclass(Support.specs()).gclass(Depths.SPEC)
+                     .config(Support.clientConfig(ss.getLocalPort(), null)).build()) {
+            Depths depths = cli.call(() -> {
+                GObj g = cli.yuno().root().createVolatileChild("depths", "C_TEST_DEPTHS", null);
+                cli.yuno().service("out").subscribe(null, g);
+                return (Depths) g.behavior();
+            });
+            cli.start();
+            try (Socket peer = ss.accept()) {
+                GObj tcp = cli.call(() -> cli.yuno().service("out").lastBottom());
+                assertTrue(Poll.until(() -> cli.call(() -> tcp.inState(St.ST_CONNECTED)), 5000));
+                WriteDepths writes = new WriteDepths();
+                cli.run(() -> ((Tcp) tcp.behavior()).channel().pipeline().addFirst("depths", writes));
+                List<String> pipelines = new ArrayList<>();
+                for (int round = 0; round <= 5; round++) {
+                    if (round > 0) Support.upgradeLive(cli, 1);
+                    int before = depths.reads.size();
+                    peer.getOutputStream().write(Tcp4hFrames.of("p" + round));
+                    assertTrue(Poll.until(() -> depths.reads.size() > before, 5000), "read " + round);
+                    String out = "c" + round;
+                    cli.run(() -> cli.yuno().service("out").send(Ev.EV_SEND_MESSAGE, msg(out), null));
+                    assertEquals(out, Tcp4hFrames.read(peer.getInputStream()));
+                    pipelines.add(cli.call(() -> {
+                        io.netty.channel.ChannelPipeline pl = ((Tcp) tcp.behavior()).channel().pipeline();
+                        long bridges = pl.names().stream().filter(n -> pl.get(n) instanceof TcpBridge).count();
+                        return pl.names() + " bridges=" + bridges + " ours=" + (((TcpBridge) pl.get(Tcp.HANDLER)).tcp == tcp.behavior());
+                    }));
+                }
+                assertEquals(6, depths.reads.size());
+                assertEquals(6, writes.writes.size());
+                assertEquals(1, new java.util.HashSet<>(depths.reads).size(), "read depths " + depths.reads);
+                assertEquals(1, new java.util.HashSet<>(writes.writes).size(), "write depths " + writes.writes);
+                assertEquals(1, new java.util.HashSet<>(pipelines).size(), "pipelines " + pipelines);
+                assertTrue(pipelines.get(0).contains("bridges=1 ours=true"), pipelines.get(0));
             }
         }
     }
