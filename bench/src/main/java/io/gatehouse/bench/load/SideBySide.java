@@ -210,6 +210,16 @@ public final class SideBySide {
      * receive in a {@link Delivery} of this run.
      */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
+        return runOne(cfg, o, LoadGen::run);
+    }
+
+    /** What a run does once the gateway (or proxy) and its sinks are up: {@link LoadGen#run} by default. */
+    public interface Body {
+        LoadGen.Result run(LoadGen.Options o, Delivery d) throws Exception;
+    }
+
+    /** {@link #runOne(String, LoadGen.Options)} with another load than LoadGen's ({@link Drain}'s phases). */
+    public static LoadGen.Result runOne(String cfg, LoadGen.Options o, Body body) throws Exception {
         int sinks = cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
         Delivery delivery = new Delivery(o.prefix, o.connections, Delivery.spanFor(o.maxBacklog));
         List<RawSink> sinkList = new ArrayList<>();
@@ -225,14 +235,14 @@ public final class SideBySide {
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
                 Cost cost = new Cost(null, delivery);
-                return cost.of(LoadGen.run(x, delivery));
+                return cost.of(body.run(x, delivery));
             }
             if (cfg.equals(BASELINE)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
                     Cost cost = new Cost(proxy.thread(), delivery);
-                    LoadGen.Result r = cost.of(LoadGen.run(x, delivery));
+                    LoadGen.Result r = cost.of(body.run(x, delivery));
                     System.out.println("# raw-proxy " + proxy.stats());
                     return r;
                 }
@@ -248,7 +258,7 @@ public final class SideBySide {
                 }
                 x.port = input;
                 Cost cost = new Cost(coreThread(), delivery);
-                return cost.of(LoadGen.run(x, delivery));
+                return cost.of(body.run(x, delivery));
             }
         } finally {
             for (RawSink s : sinkList) s.close();
