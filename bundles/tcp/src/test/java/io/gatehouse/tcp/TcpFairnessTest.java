@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.tcp;
+
+import com.fasterxml.jackson.databind.node.LongNode;
+import io.gatehouse.api.GObj;
+import io.gatehouse.core.YunoRuntime;
+import io.gatehouse.testkit.LeakWatch;
+import io.gatehouse.testkit.Poll;
+import io.gatehouse.testkit.Ports;
+import io.netty.channel.Channel;
+import io.netty.channel.MaxMessagesRecvByteBufAllocator;
+import io.netty.channel.RecvByteBufAllocator;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 17's fairness on the core loop: a producer flooding an accepted connection must not starve an output's
+ * socket (the acks of its destination) of reads. Each socket reads at most {@code rx_max_reads} buffers per turn of
+ * the loop: an accepted one its listener's (4), a client one its own (16). Counts, not times: both peers write
+ * without pause, so each turn both sockets have data, and what each one read says how the turns were shared.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class TcpFairnessTest {
+    /** TCP4H frames of 512 bytes (the 4-byte length included), 128 of them per 64 KiB write. */
+    private static final int FRAME = 512;
+    private static final byte[] CHUNK = chunk();
+
+    private static LeakWatch leaks;
+
+    @BeforeAll
+    static void watchLeaks() {
+        leaks = new LeakWatch();
+    }
+
+    @AfterAll
+    static void noBufferLeaked() throws Exception {
+        assertEquals("", leaks.stop(), "Netty's leak detector reported a leak");
+    }
+
+    private static byte[] chunk() {
+        ByteBuffer b = ByteBuffer.allocate(64 * 1024);
+        while (b.remaining() >= FRAME) {
+            b.putInt(FRAME);
+            for (int i = 4; i < FRAME; i++) b.put((byte) 'x');
+        }
+        return b.array();
+    }
+
+    /** Writes 64 KiB chunks of frames to {@code s} until {@code stop}, or the socket closes. */
+    private static Thread flood(Socket s, AtomicBoolean stop, String name) {
+        Thread t = new Thread(() -> {
+            try {
+                OutputStream out = s.getOutputStream();
+                while (!stop.get()) out.write(CHUNK);
+            } catch (IOException closed) {
+                // the test ended
+            }
+        }, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /** The lone services of {@code a} and {@code b} (each {@code {"services":[...]}}) in one config. */
+    private static String both(String a, String b) {
+        String head = "{\"services\":[";
+        return head + a.substring(head.length(), a.length() - 2) + "," + b.substring(head.length(), b.length() - 2) + "]}";
+    }
+
+    private static long rxBytes(YunoRuntime rt, GObj tcp) {
+        return rt.call(() -> tcp.readLong(Tcp.RX_BYTES));
+    }
+
+    private static int maxReads(YunoRuntime rt, GObj tcp) {
+        return rt.call(() -> {
+            Channel c = ((Tcp) tcp.behavior()).channel();
+            RecvByteBufAllocator a = c.config().getRecvByteBufAllocator();
+            return ((MaxMessagesRecvByteBufAllocator) a).maxMessagesPerRead();
+        });
+    }
+
+    @Test
+    void shouldReadAnOutputsAcksWhileAProducerFloodsAnAcceptedConnection() throws Exception {
+        int in = Ports.free();
+        try (ServerSocket destination = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             YunoRuntime rt = Support.runtime(both(Support.serverConfig(in, 1, null),
+                     Support.clientConfig(destination.getLocalPort(), null)))) {
+            destination.setSoTimeout(10_000);
+            rt.start();
+            AtomicBoolean stop = new AtomicBoolean();
+            try (Socket acks = destination.accept(); Socket producer = new Socket("127.0.0.1", in)) {
+                GObj clisrv = rt.call(() -> rt.yuno().service("in").child("in-1").lastBottom());
+                GObj output = rt.call(() -> rt.yuno().service("out").lastBottom());
+                assertTrue(Poll.until(() -> rt.call(() -> ((Tcp) clisrv.behavior()).channel() != null), 10_000));
+                assertEquals(4, maxReads(rt, clisrv), "an accepted connection reads its listener's rx_max_reads");
+                assertEquals(16, maxReads(rt, output), "a client reads its own");
+
+                flood(producer, stop, "fairness-producer");
+                flood(acks, stop, "fairness-destination");
+                // both read for a while (each buffer grows to 64 KiB), then the window: 64 MiB of the flood
+                assertTrue(Poll.until(() -> rxBytes(rt, clisrv) > (8 << 20) && rxBytes(rt, output) > 0, 60_000),
+                        "flood read " + rxBytes(rt, clisrv) + ", acks read " + rxBytes(rt, output));
+                long flood0 = rxBytes(rt, clisrv);
+                long acks0 = rxBytes(rt, output);
+                assertTrue(Poll.until(() -> rxBytes(rt, clisrv) - flood0 >= (64L << 20)
+                        || rxBytes(rt, output) - acks0 >= (256L << 20), 90_000), "the flood goes on being read");
+                long flood = rxBytes(rt, clisrv) - flood0;
+                long read = rxBytes(rt, output) - acks0;
+                // 16 reads a turn against 4: about 4 times the flood's bytes; on one read a turn (the custom
+                // allocator without rx_max_reads) against Netty's 16, a sixteenth. Half is far from both.
+                assertTrue(read * 2 >= flood, "the output read " + read + " bytes of acks while the producer's "
+                        + flood + " bytes were read: starved");
+            } finally {
+                stop.set(true);
+            }
+        }
+    }
+
+    @Test
+    void shouldApplyAWrittenRxMaxReadsToTheConnectionsAlreadyOpen() throws Exception {
+        int in = Ports.free();
+        try (ServerSocket destination = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             YunoRuntime rt = Support.runtime(both(Support.serverConfig(in, 1, "\"rx_max_reads\":2"),
+                     Support.clientConfig(destination.getLocalPort(), "\"rx_max_reads\":8")))) {
+            destination.setSoTimeout(10_000);
+            rt.start();
+            try (Socket acks = destination.accept(); Socket producer = new Socket("127.0.0.1", in)) {
+                assertNotNull(acks);
+                GObj listener = rt.call(() -> rt.yuno().service("in").child("listen"));
+                GObj clisrv = rt.call(() -> rt.yuno().service("in").child("in-1").lastBottom());
+                GObj output = rt.call(() -> rt.yuno().service("out").lastBottom());
+                assertTrue(Poll.until(() -> rt.call(() -> ((Tcp) clisrv.behavior()).channel() != null), 10_000));
+                assertEquals(2, maxReads(rt, clisrv), "the listener's kw");
+                assertEquals(2L, rt.call(() -> clisrv.readLong(Tcp.RX_MAX_READS)), "written to the server side's C_TCP");
+                assertEquals(8, maxReads(rt, output), "the client's kw");
+
+                rt.run(() -> listener.writeAttr("rx_max_reads", LongNode.valueOf(6)));
+                assertEquals(6, maxReads(rt, clisrv), "a write on the listener reaches the open connection");
+                rt.run(() -> output.writeAttr("rx_max_reads", LongNode.valueOf(32)));
+                assertEquals(32, maxReads(rt, output), "a write on a client reaches its socket");
+
+                // out of range: taken as the nearest bound, the socket keeps reading
+                rt.run(() -> output.writeAttr("rx_max_reads", LongNode.valueOf(0)));
+                assertEquals(1, maxReads(rt, output), "0 reads a turn would never read: taken as 1");
+                rt.run(() -> listener.writeAttr("rx_max_reads", LongNode.valueOf(1_000_000)));
+                assertEquals((int) Tcp.MAX_RX_MAX_READS, maxReads(rt, clisrv), "capped");
+                producer.getOutputStream().write(CHUNK, 0, FRAME);
+                assertTrue(Poll.until(() -> rxBytes(rt, clisrv) >= FRAME, 10_000), "still reading");
+            }
+        }
+    }
+}
