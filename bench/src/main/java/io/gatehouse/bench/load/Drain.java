@@ -28,19 +28,23 @@ import java.util.concurrent.TimeUnit;
  * <ol>
  *   <li><b>sustained</b>: {@link LoadGen}'s sustained mode ({@link SideBySide#runOne}), the rate S the path delivers
  *       with a bounded backlog;</li>
- *   <li><b>burst</b>: {@code --burst} seconds of {@link LoadGen}'s burst load (each connection keeps {@code --window}
- *       unacked messages, whatever was delivered): the producers outrun the output and a backlog builds up in the
- *       gateway. The acked and the delivered rates of this phase are reported side by side;</li>
- *   <li><b>drain</b>: the same connections go on sending, paced at {@code --fraction} (0.5) of S over all of them,
- *       until the backlog (sent − received by the destinations) is back under {@code max(2000, S / 20)} (50 ms of
- *       S) or {@code --drain-max} seconds passed. The figure: the destinations' rate over the drain, and its ratio
- *       to S (issue 17's goal: ≥ 0.8).</li>
+ *   <li><b>burst</b>: {@code --burst-check} seconds of {@link LoadGen}'s burst mode (each connection keeps
+ *       {@code --window} unacked messages, whatever was delivered): its acked and delivered rates side by side say
+ *       whether the input outruns the output on the core loop;</li>
+ *   <li><b>fill</b>, then <b>drain</b>: the burst load for {@code --burst} seconds while the destinations stop
+ *       reading ({@code --hold-sinks true}, the default: a stalled destination, so that a backlog builds up in the
+ *       queue whatever the loop's fairness; {@code false}: only as far as the input outruns the output), then the
+ *       destinations read again and the same connections go on sending, paced at {@code --fraction} (0.5) of S over
+ *       all of them, until the backlog (sent − received by the destinations) is back under
+ *       {@code max(2000, S / 20)} (50 ms of S) or {@code --drain-max} seconds passed. The figure: the destinations'
+ *       rate over the drain, and its ratio to S (issue 17's goal: ≥ 0.8).</li>
  * </ol>
  * Every {@code --sample} seconds a line gives the phase, the rates sent / acked / delivered since the previous line
  * and the backlog: the backlog over time.
  *
  * <pre>Drain [--configs qiogate-interval,mq2] [--rounds 1] [--size 128] [--connections 4] [--window 2000]
- *       [--burst 20] [--fraction 0.5] [--drain-max 180] [--sustained 6] [--warmup 2] [--sample 1]</pre>
+ *       [--burst 20] [--hold-sinks true] [--fraction 0.5] [--drain-max 180] [--sustained 6] [--burst-check 6]
+ *       [--warmup 2] [--sample 1]</pre>
  */
 public final class Drain {
     private Drain() {}
@@ -50,7 +54,8 @@ public final class Drain {
         double sustained;
         double burstAcked;
         double burstDelivered;
-        double burstSent;
+        double fillAcked;
+        double fillDelivered;
         long backlogAtSwitch;
         long backlogPeak;
         double drainSeconds;
@@ -65,11 +70,11 @@ public final class Drain {
 
         String line(String cfg) {
             return String.format(Locale.ROOT, "DRAIN config=%s sustained_per_s=%.0f burst_acked_per_s=%.0f"
-                            + " burst_delivered_per_s=%.0f burst_sent_per_s=%.0f backlog_at_switch=%d backlog_peak=%d"
-                            + " drain_secs=%.1f drained=%s drain_sent_per_s=%.0f drain_delivered_per_s=%.0f"
-                            + " ratio_to_sustained=%.2f end_backlog=%d",
-                    cfg, sustained, burstAcked, burstDelivered, burstSent, backlogAtSwitch, backlogPeak, drainSeconds,
-                    drained, drainSent, drainDelivered, ratio(), endBacklog);
+                            + " burst_delivered_per_s=%.0f fill_acked_per_s=%.0f fill_delivered_per_s=%.0f"
+                            + " backlog_at_switch=%d backlog_peak=%d drain_secs=%.1f drained=%s drain_sent_per_s=%.0f"
+                            + " drain_delivered_per_s=%.0f ratio_to_sustained=%.2f end_backlog=%d",
+                    cfg, sustained, burstAcked, burstDelivered, fillAcked, fillDelivered, backlogAtSwitch, backlogPeak,
+                    drainSeconds, drained, drainSent, drainDelivered, ratio(), endBacklog);
         }
     }
 
@@ -79,6 +84,8 @@ public final class Drain {
         double fraction = 0.5;
         double drainMax = 180;
         double sample = 1;
+        double burstCheck = 6;
+        boolean hold = true;
         LoadGen.Options base = new LoadGen.Options();
         base.connections = 4;
         base.window = 2000;
@@ -99,6 +106,8 @@ public final class Drain {
                 case "--sustained": base.duration = Double.parseDouble(v); break;
                 case "--warmup": base.warmup = Double.parseDouble(v); break;
                 case "--sample": sample = Double.parseDouble(v); break;
+                case "--burst-check": burstCheck = Double.parseDouble(v); break;
+                case "--hold-sinks": hold = Boolean.parseBoolean(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -142,7 +151,16 @@ public final class Drain {
                 double f = fraction;
                 double dm = drainMax;
                 double sm = sample;
-                SideBySide.runOne(cfg, d, (x, delivery) -> run(x, delivery, out, b, f, dm, sm));
+                LoadGen.Options bc = base.copy();
+                bc.mode = LoadGen.Mode.BURST;
+                bc.duration = burstCheck;
+                bc.label = cfg + "/burst";
+                LoadGen.Result br = SideBySide.runOne(cfg, bc);
+                System.out.println(br.line() + " round=" + r + " load=" + SideBySide.loadAverage().split(" ")[0]);
+                out.burstAcked = br.ackedPerSec;
+                out.burstDelivered = br.msgsPerSec;
+                boolean h = hold;
+                SideBySide.runOne(cfg, d, (x, delivery, sinks) -> run(x, delivery, sinks, h, out, b, f, dm, sm));
                 String line = out.line(cfg) + " round=" + r + " load=" + SideBySide.loadAverage();
                 System.out.println(line);
                 summary.add(line);
@@ -268,7 +286,8 @@ public final class Drain {
         }
     }
 
-    static LoadGen.Result run(LoadGen.Options o, Delivery d, Outcome out, double burst, double fraction,
+    static LoadGen.Result run(LoadGen.Options o, Delivery d, List<RawSink> sinks, boolean hold, Outcome out,
+                              double burst, double fraction,
                               double drainMax, double sample) throws Exception {
         NioEventLoopGroup group = new NioEventLoopGroup(1, new DefaultThreadFactory("drain-load"));
         Run run = new Run();
@@ -296,6 +315,9 @@ public final class Drain {
             for (Conn c : conns) {
                 tickers.add(c.ch.eventLoop().scheduleAtFixedRate(c::pump, 1, 1, TimeUnit.MILLISECONDS));
             }
+            if (hold) {
+                for (RawSink s : sinks) s.hold(true);
+            }
             Point start = new Point(conns, d);
             Point prev = start;
             long peak = 0;
@@ -305,17 +327,17 @@ public final class Drain {
                 Thread.sleep(Math.max(1, Math.min(sampleMs, (burstEnd - System.nanoTime()) / 1_000_000)));
                 Point p = new Point(conns, d);
                 peak = Math.max(peak, p.backlog());
-                print("burst", start, prev, p);
+                print(hold ? "held" : "burst", start, prev, p);
                 prev = p;
             }
             Point sw = new Point(conns, d);
             double secs = sw.secs(start);
-            out.burstAcked = (sw.acked - start.acked) / secs;
-            out.burstDelivered = (sw.delivered - start.delivered) / secs;
-            out.burstSent = (sw.sent - start.sent) / secs;
+            out.fillAcked = (sw.acked - start.acked) / secs;
+            out.fillDelivered = (sw.delivered - start.delivered) / secs;
             out.backlogAtSwitch = sw.backlog();
             long perConn = Math.max(1, Math.round(out.sustained * fraction / o.connections));
             for (Conn c : conns) c.ch.eventLoop().submit(() -> c.pace(perConn)).sync();
+            for (RawSink s : sinks) s.hold(false);
             long settled = (long) Math.max(2000, out.sustained / 20);
             long drainEnd = sw.ns + (long) (drainMax * 1e9);
             Point p = sw;

@@ -210,12 +210,12 @@ public final class SideBySide {
      * receive in a {@link Delivery} of this run.
      */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
-        return runOne(cfg, o, LoadGen::run);
+        return runOne(cfg, o, (x, d, sinks) -> LoadGen.run(x, d));
     }
 
     /** What a run does once the gateway (or proxy) and its sinks are up: {@link LoadGen#run} by default. */
     public interface Body {
-        LoadGen.Result run(LoadGen.Options o, Delivery d) throws Exception;
+        LoadGen.Result run(LoadGen.Options o, Delivery d, List<RawSink> sinks) throws Exception;
     }
 
     /** {@link #runOne(String, LoadGen.Options)} with another load than LoadGen's ({@link Drain}'s phases). */
@@ -235,14 +235,14 @@ public final class SideBySide {
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
                 Cost cost = new Cost(null, delivery);
-                return cost.of(body.run(x, delivery));
+                return cost.of(body.run(x, delivery, sinkList));
             }
             if (cfg.equals(BASELINE)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
                     Cost cost = new Cost(proxy.thread(), delivery);
-                    LoadGen.Result r = cost.of(body.run(x, delivery));
+                    LoadGen.Result r = cost.of(body.run(x, delivery, sinkList));
                     System.out.println("# raw-proxy " + proxy.stats());
                     return r;
                 }
@@ -258,7 +258,7 @@ public final class SideBySide {
                 }
                 x.port = input;
                 Cost cost = new Cost(coreThread(), delivery);
-                return cost.of(body.run(x, delivery));
+                return cost.of(body.run(x, delivery, sinkList));
             }
         } finally {
             for (RawSink s : sinkList) s.close();

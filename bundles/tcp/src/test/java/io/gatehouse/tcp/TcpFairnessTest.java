@@ -132,6 +132,37 @@ class TcpFairnessTest {
     }
 
     @Test
+    void shouldSetRxMaxReadsOnTheSocketsItTakesOverInALiveUpgrade() throws Exception {
+        int in = Ports.free();
+        try (ServerSocket destination = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             YunoRuntime rt = Support.runtime(both(Support.serverConfig(in, 1, "\"rx_max_reads\":3"),
+                     Support.clientConfig(destination.getLocalPort(), "\"rx_max_reads\":12")))) {
+            destination.setSoTimeout(10_000);
+            rt.start();
+            try (Socket acks = destination.accept(); Socket producer = new Socket("127.0.0.1", in)) {
+                GObj clisrv = rt.call(() -> rt.yuno().service("in").child("in-1").lastBottom());
+                GObj output = rt.call(() -> rt.yuno().service("out").lastBottom());
+                assertTrue(Poll.until(() -> rt.call(() -> ((Tcp) clisrv.behavior()).channel() != null), 10_000));
+                // what a revision before rx_max_reads left on its sockets: one read a turn
+                rt.run(() -> {
+                    for (GObj g : new GObj[] {clisrv, output}) {
+                        Channel c = ((Tcp) g.behavior()).channel();
+                        ((MaxMessagesRecvByteBufAllocator) c.config().getRecvByteBufAllocator()).maxMessagesPerRead(1);
+                    }
+                });
+                Support.upgradeLive(rt, 3);
+                assertTrue(rt.call(() -> clisrv.gclass() != Tcp.SPEC), "running the new revision");
+                assertEquals(3, maxReads(rt, clisrv), "the new revision reads as its listener says");
+                assertEquals(12, maxReads(rt, output), "and the client as its own attribute says");
+                producer.getOutputStream().write(CHUNK, 0, FRAME);
+                acks.getOutputStream().write(CHUNK, 0, FRAME);
+                assertTrue(Poll.until(() -> rxBytes(rt, clisrv) >= FRAME && rxBytes(rt, output) >= FRAME, 10_000),
+                        "both still read");
+            }
+        }
+    }
+
+    @Test
     void shouldApplyAWrittenRxMaxReadsToTheConnectionsAlreadyOpen() throws Exception {
         int in = Ports.free();
         try (ServerSocket destination = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
