@@ -422,7 +422,9 @@ public final class Tcp implements GObjBehavior {
             TcpHandler h = new TcpHandler(this, gobj.yuno());
             if (c.isActive()) h.connectionReported();
             c.pipeline().replace(HANDLER, HANDLER, h);
-            applyMaxReads(c);   // an older revision may have read more (or less) per turn
+            // an older revision may have read more (or less) per turn, or known no rx_max_reads at all
+            if (listener != null) gobj.setLong(RX_MAX_READS, listener.rxMaxReads());
+            applyMaxReads(c);
             if (listener == null && gobj.inState(St.ST_WAIT_CONNECTED)) connector.watchConnect(c);
         }
         long due = state.path("timer_due_ms").asLong(-1);
@@ -607,10 +609,10 @@ public final class Tcp implements GObjBehavior {
     void attach(Channel c) {
         gobj.changeState(St.ST_WAIT_CONNECTED);
         lastCause = "";
-        // autoRead first: the handlers may report the connection (and the upper layer pause it) as they are added.
+        // The allocator before the first read: Netty makes a socket's read handle once, from the allocator it has then.
         if (listener != null) gobj.setLong(RX_MAX_READS, listener.rxMaxReads());
-        // before the first read: Netty makes a socket's read handle once, from the allocator it has then
         c.config().setRecvByteBufAllocator(recvAllocator(gobj));
+        // autoRead first: the handlers may report the connection (and the upper layer pause it) as they are added.
         if (c.eventLoop() == loop) {
             takeSocket(c, null);
             c.config().setAutoRead(true);
