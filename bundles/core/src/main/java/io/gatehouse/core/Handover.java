@@ -33,7 +33,8 @@ import java.util.Set;
  *   <li>the events held while the gobj was suspended (the {@code Bundle.update} path) are delivered.</li>
  * </ol>
  *
- * A gobj that cannot be handed over (no state version, an unknown FSM state, an export or import that throws) has
+ * A gobj that cannot be handed over (no state version, an unknown FSM state, an export or import that throws, a
+ * class the old revision never loaded and its refreshed class loader no longer finds) has
  * its whole service rebuilt from its config node, as a hot swap did before: one log line says why, connections of
  * that service close and its queues send again what was in flight, nothing is lost.
  */
@@ -89,7 +90,7 @@ final class Handover {
             try {
                 states.put(g, g.exportFor(byName.get(g.gclassName())));
                 fromVersion.put(g, g.gclass().stateVersion());
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
                 fail(yuno, report, failed, g, String.valueOf(e.getMessage()));
             }
         }
@@ -102,7 +103,7 @@ final class Handover {
             try {
                 g.importState(state, fromVersion.get(g));
                 report.migrated++;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
                 releaseRefs(state);
                 fail(yuno, report, failed, g, "import failed: " + e.getMessage());
             }
