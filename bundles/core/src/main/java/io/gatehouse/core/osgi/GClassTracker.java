@@ -47,9 +47,16 @@ import java.util.function.Consumer;
  * bundle of a symbolic name registers a gclass that is to serve, listeners are told only once that bundle serves
  * every gclass its symbolic name served before (or the upgrade grace has passed), and then of all of them in one
  * {@link Listener#gclassesArrived} call. When the serving revision of a gclass unregisters with another one left
- * (a rollback), every gclass of the leaving bundle moves to what remains at once; with none left (a
- * {@code Bundle.update()} has begun, or the bundle stopped) listeners hear {@link Listener#gclassesGone} and keep
+ * (a rollback), every gclass of the leaving bundle moves to what remains at once; with none left and the bundle
+ * stopped for good (or its service gone while the bundle stays) listeners hear {@link Listener#gclassesGone} and keep
  * their gobjs suspended until a revision is there again.
+ *
+ * <p>{@code Bundle.update()}: the bundle stops with its persistent state started ({@link Going#TRANSIENT}), and the
+ * stopped revision goes on serving (its gobjs run it; listeners are told nothing) until the new revision has
+ * registered its gclasses, which then arrive as any new revision does: the handover is the only pause. Its classes
+ * were all loaded when it registered, because Felix refreshes the updated bundle before it starts the new revision.
+ * After {@link #PROP_RUN_STOPPED} without a new revision, or for a gclass saying {@link #PROP_RUNS_STOPPED}{@code =false},
+ * the gclasses are gone as for a stop.
  */
 @Component(service = GClassTracker.class, immediate = true)
 public class GClassTracker {
