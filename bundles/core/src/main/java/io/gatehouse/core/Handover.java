@@ -45,6 +45,8 @@ final class Handover {
     static final class Report {
         final List<String> gclasses = new ArrayList<>();
         int migrated;
+        /** Of those, the gobjs that were suspended, waiting for a revision (a stop; not a {@code Bundle.update()}). */
+        int resumed;
         /** Service name to the reason it was rebuilt. */
         final Map<String, String> rebuilt = new LinkedHashMap<>();
         long pauseMicros;
@@ -54,6 +56,7 @@ final class Handover {
             ArrayNode g = o.putArray("gclasses");
             gclasses.forEach(g::add);
             o.put("gobjs_migrated", migrated);
+            o.put("gobjs_resumed", resumed);
             ArrayNode r = o.putArray("rebuilt");
             rebuilt.forEach((service, why) -> r.addObject().put("service", service).put("reason", why));
             o.put("pause_ms", pauseMicros / 1000.0);
@@ -109,7 +112,10 @@ final class Handover {
             }
         }
         for (GObjImpl g : moving) {
-            if (!failed.contains(g) && g.isSuspended()) g.resumeHeld();
+            if (!failed.contains(g) && g.isSuspended()) {
+                g.resumeHeld();
+                report.resumed++;
+            }
         }
         report.pauseMicros = (System.nanoTime() - t0) / 1000;
         return report;
