@@ -167,11 +167,13 @@ public class GClassTracker {
     private final Map<ClassLoader, Boolean> loadedLoaders =
             java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
     private ScheduledExecutorService timer;
+    private volatile Bundle systemBundle;
 
     @Activate
     void activate(org.osgi.framework.BundleContext ctx) {
         String g = ctx.getProperty(PROP_UPGRADE_GRACE);
         if (g != null && !g.isBlank()) graceMs = Long.parseLong(g.trim());
+        systemBundle = ctx.getBundle(Constants.SYSTEM_BUNDLE_ID);
         String rs = ctx.getProperty(PROP_RUN_STOPPED);
         if (rs != null && !rs.isBlank()) runStoppedMs = Long.parseLong(rs.trim());
         if (runStoppedMs < 0) throw new IllegalArgumentException(PROP_RUN_STOPPED + " must be >= 0");
@@ -206,7 +208,11 @@ public class GClassTracker {
     }
 
     void removeGClass(GClass gclass, ServiceReference<GClass> ref) {
-        removed(gclass.spec().name(), serviceId(ref), going(ref.getBundle()));
+        Bundle system = systemBundle;
+        // The framework stopping stops every bundle without recording it: that is no update, the gobjs are
+        // suspended as before until core closes the yuno.
+        boolean shutdown = system != null && (system.getState() & Bundle.STOPPING) != 0;
+        removed(gclass.spec().name(), serviceId(ref), shutdown ? Going.STOPPED : going(ref.getBundle()));
         drain();
     }
 
