@@ -306,13 +306,18 @@ public class GClassTracker {
         List<Revision> moving = new ArrayList<>();
         List<String> left = new ArrayList<>();
         List<Revision> keptRunning = new ArrayList<>();
+        // The bundle's gclasses call each other's behaviours: they all run the stopped revision, or none does.
+        boolean runStopped = how == Going.TRANSIENT && runStoppedMs > 0;
+        for (Revision s : serving.values()) {
+            if (runStopped && s.bundleId == gone.bundleId && !s.runsStopped.getAsBoolean()) runStopped = false;
+        }
         for (Map.Entry<String, Revision> e : new ArrayList<>(serving.entrySet())) {
             Revision s = e.getValue();
             if (s.bundleId != gone.bundleId || (!bundleGoing && !e.getKey().equals(name))) continue;
             Revision alt = bestExcept(e.getKey(), gone.bundleId, bundleGoing || e.getKey().equals(name));
             if (alt != null) {
                 moving.add(alt);
-            } else if (how == Going.TRANSIENT && runStoppedMs > 0 && s.runsStopped.getAsBoolean()) {
+            } else if (runStopped) {
                 // Bundle.update(): the gobjs go on running the stopped revision (it stays in serving) until the
                 // new one registers and takes them over in one task, the pause of the upgrade.
                 runningStopped.put(e.getKey(), s);

@@ -208,4 +208,15 @@ class GClassTrackerTest {
         remove("C_QIOGATE", q, GClassTracker.Going.STAYS);      // trqueue left: its queue factory is going
         assertEquals(List.of("gone C_QIOGATE"), told);
     }
+
+    @Test
+    void shouldSuspendAllOfABundlesGclassesWhenOneOfThemCannotRunStopped() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        long s = addLoaded(spec("C_TCP_S", "v1"), 10, "1.0.0", false);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        remove("C_TCP_S", s, GClassTracker.Going.TRANSIENT);
+        assertEquals(List.of("gone C_TCP, C_TCP_S"), told, "they call each other: none runs the stopped revision");
+        assertTrue(tracker.runningStoppedNames().isEmpty());
+    }
 }
