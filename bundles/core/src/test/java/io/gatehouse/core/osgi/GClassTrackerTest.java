@@ -219,4 +219,34 @@ class GClassTrackerTest {
         assertEquals(List.of("gone C_TCP, C_TCP_S"), told, "they call each other: none runs the stopped revision");
         assertTrue(tracker.runningStoppedNames().isEmpty());
     }
+
+    /** A bundle in a state, with its persistent state started or not (a Proxy: Bundle and BundleStartLevel). */
+    private static org.osgi.framework.Bundle bundle(int state, boolean persistentlyStarted) {
+        org.osgi.framework.startlevel.BundleStartLevel sl = (org.osgi.framework.startlevel.BundleStartLevel)
+                java.lang.reflect.Proxy.newProxyInstance(GClassTrackerTest.class.getClassLoader(),
+                        new Class<?>[] {org.osgi.framework.startlevel.BundleStartLevel.class},
+                        (p, m, a) -> m.getName().equals("isPersistentlyStarted") ? persistentlyStarted : null);
+        return (org.osgi.framework.Bundle) java.lang.reflect.Proxy.newProxyInstance(
+                GClassTrackerTest.class.getClassLoader(), new Class<?>[] {org.osgi.framework.Bundle.class},
+                (p, m, a) -> {
+                    switch (m.getName()) {
+                        case "getState": return state;
+                        case "adapt": return a[0] == org.osgi.framework.startlevel.BundleStartLevel.class ? sl : null;
+                        default: return null;
+                    }
+                });
+    }
+
+    @Test
+    void shouldTellAnUpdateFromAStopByThePersistentState() {
+        assertEquals(GClassTracker.Going.TRANSIENT,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.STOPPING, true)), "Bundle.update(): stop(record=false)");
+        assertEquals(GClassTracker.Going.STOPPED,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.STOPPING, false)), "Bundle.stop(), uninstall");
+        assertEquals(GClassTracker.Going.STAYS,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.ACTIVE, true)), "only the service went");
+        assertEquals(GClassTracker.Going.STOPPED,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.UNINSTALLED, true)));
+        assertEquals(GClassTracker.Going.STOPPED, GClassTracker.going(null));
+    }
 }
