@@ -46,8 +46,9 @@ import org.ops4j.pax.exam.spi.reactors.PerClass;
  *   <li>{@code update-bundle ... rollback=true} back to the original jar;</li>
  *   <li>a jar of a higher version dropped into {@code deploy/} (FileInstall installs it beside the old one);</li>
  *   <li>that jar taken out of {@code deploy/} again (a rollback: the gobjs move back to the revision that remains);</li>
- *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists, so
- *       the gobjs wait suspended, their input held, while the framework works.</li>
+ *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists;
+ *       the gobjs go on running the stopped revision while the framework works, and the new one takes them over
+ *       when it registers.</li>
  * </ol>
  * Then: every message reached a sink, none twice, neither producer lost a connection (nor got an ack it did not
  * expect) and neither sink was connected
