@@ -104,8 +104,9 @@ public final class KafkaOut implements GObjBehavior {
             "First part of the gh-msg-id header; empty = the yuno's name. Give every edge its own");
     static final Attr<Long> LINGER_MS = Attr.integer("linger_ms", 5, AttrFlag.RD,
             "Producer linger.ms: how long a batch waits for more records");
-    static final Attr<Long> BATCH_SIZE = Attr.integer("batch_size", 16384, AttrFlag.RD,
-            "Producer batch.size in bytes");
+    static final Attr<Long> BATCH_SIZE = Attr.integer("batch_size", 65536, AttrFlag.RD,
+            "Producer batch.size in bytes (Kafka's own default is 16384; 64 KB makes fewer, fuller batches, and "
+                    + "fewer callback bursts for the core loop)");
     static final Attr<String> COMPRESSION = Attr.string("compression", "none", AttrFlag.RD,
             "Producer compression.type: none, gzip, snappy, lz4 or zstd");
     static final Attr<Long> MAX_IN_FLIGHT = Attr.integer("max_in_flight", 10000, AttrFlag.RD,

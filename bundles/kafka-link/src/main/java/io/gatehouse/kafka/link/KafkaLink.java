@@ -471,7 +471,13 @@ public final class KafkaLink implements AutoCloseable {
         while (true) {
             Pending p = toSend.poll();
             if (p != null) {
-                produce(p.key, p.value, p.headers, p.callback, p.t0);
+                try {
+                    produce(p.key, p.value, p.headers, p.callback, p.t0);
+                } catch (Throwable t) {
+                    // produce() completes the record on any exception; an Error must not end the thread, or every
+                    // later send would wait in the queue for good
+                    LOG.error("kafka link {}: the send thread met {}", topic, t.toString());
+                }
                 continue;
             }
             if (senderStop) {
