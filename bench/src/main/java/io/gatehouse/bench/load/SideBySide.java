@@ -59,6 +59,8 @@ import java.util.stream.Stream;
  */
 public final class SideBySide {
     static final String BASELINE = "raw-proxy";
+    /** The config that forces once per record: each of its runs is followed by the disk's fsync rate. */
+    static final String ALWAYS = "qiogate-always";
     static final List<String> ALL = List.of(BASELINE, "raw", "iogate", "qiogate-none", "qiogate-interval",
             "qiogate-always", "mq2", "mq4");
     /** Issue 17's paths: the relay that stores nothing, one durable queue, the demo's two queues. */
@@ -110,6 +112,7 @@ public final class SideBySide {
         warm.label = "jit-warmup";
         System.out.println(runOne(BASELINE, warm).line() + " (not counted)");
         Map<String, List<LoadGen.Result>> results = new LinkedHashMap<>();
+        Map<String, List<Double>> fsyncRates = new LinkedHashMap<>();
         for (int r = 1; r <= rounds; r++) {
             for (LoadGen.Mode mode : modes) {
                 for (String cfg : order) {
@@ -123,10 +126,40 @@ public final class SideBySide {
                     LoadGen.Result res = runOne(cfg, o);
                     System.out.println(res.line() + " round=" + r + " load=" + loadAverage().split(" ")[0]);
                     results.computeIfAbsent(o.label, k -> new ArrayList<>()).add(res);
+                    if (cfg.equals(ALWAYS)) fsyncRates.computeIfAbsent(o.label, k -> new ArrayList<>()).add(fsyncBaseline(o));
                 }
             }
         }
         summary(results, order, modes);
+        fsyncSummary(results, fsyncRates);
+    }
+
+    /**
+     * The disk's fsync rate right after the {@code always} run of the round, on the same file system (the temp
+     * directory the gateways' queues use), for as long as that run's window.
+     */
+    static double fsyncBaseline(LoadGen.Options o) throws IOException {
+        Path dir = Files.createTempDirectory("gatehouse-bench-fsync-");
+        try {
+            double rate = FsyncBaseline.forcesPerSecond(dir, o.size, o.warmup, o.duration);
+            System.out.printf(Locale.ROOT, "# fsync baseline (write %d B + force per record): %,.0f forces/s%n", o.size, rate);
+            return rate;
+        } finally {
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /** The {@code always} rows against the disk's fsync rate of the same rounds (the issue's goal: within 2×). */
+    static void fsyncSummary(Map<String, List<LoadGen.Result>> results, Map<String, List<Double>> fsyncRates) {
+        for (Map.Entry<String, List<Double>> e : fsyncRates.entrySet()) {
+            List<LoadGen.Result> rs = results.get(e.getKey());
+            double[] forces = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
+            double[] ratio = new double[forces.length];
+            for (int k = 0; k < forces.length; k++) ratio[k] = rs.get(k).msgsPerSec / forces[k];
+            System.out.printf(Locale.ROOT, "%s against the disk's fsync rate of the same rounds: %,.0f forces/s median"
+                            + " (%,.0f-%,.0f), ratio %.2f median (%.2f-%.2f)%n", e.getKey(), median(forces), min(forces),
+                    max(forces), median(ratio), min(ratio), max(ratio));
+        }
     }
 
     static String loadAverage() {
