@@ -41,8 +41,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * Issue 16's benchmark: records into one Kafka broker through a Kafka edge, producer → TCP4H input (C_IOGATE) →
  * C_RELAY → C_QIOGATE (interval fsync: the producer is acked once its message is on disk) → C_KAFKA → the broker,
  * against Kafka's own {@code ProducerPerformance} on the same broker in the same run, with the same record value
- * size, {@code acks=all}, idempotence and producer defaults (linger.ms 5, batch.size 16384, no compression, keyless
- * records). Rounds interleave the two on fresh topics; a last pair of rounds runs both throttled to half their
+ * size, {@code acks=all}, idempotence and producer defaults (linger.ms 5, no compression, keyless records;
+ * batch.size: Kafka's 16384 for ProducerPerformance, C_KAFKA's {@code batch_size} for the edge, 65536 by default
+ * since 2026-12-02, or {@code --batch-size}). Rounds interleave the two on fresh topics; a last pair of rounds runs both throttled to half their
  * median rates, for the latency:
  * <ul>
  *   <li>ProducerPerformance: its own send → callback latency;</li>

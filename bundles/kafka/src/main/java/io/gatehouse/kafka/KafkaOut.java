@@ -104,13 +104,17 @@ public final class KafkaOut implements GObjBehavior {
             "First part of the gh-msg-id header; empty = the yuno's name. Give every edge its own");
     static final Attr<Long> LINGER_MS = Attr.integer("linger_ms", 5, AttrFlag.RD,
             "Producer linger.ms: how long a batch waits for more records");
-    static final Attr<Long> BATCH_SIZE = Attr.integer("batch_size", 16384, AttrFlag.RD,
-            "Producer batch.size in bytes");
+    static final Attr<Long> BATCH_SIZE = Attr.integer("batch_size", 65536, AttrFlag.RD,
+            "Producer batch.size in bytes (Kafka's own default is 16384; 64 KB makes fewer, fuller batches, and "
+                    + "fewer callback bursts for the core loop)");
     static final Attr<String> COMPRESSION = Attr.string("compression", "none", AttrFlag.RD,
             "Producer compression.type: none, gzip, snappy, lz4 or zstd");
     static final Attr<Long> MAX_IN_FLIGHT = Attr.integer("max_in_flight", 10000, AttrFlag.RD,
             "Records handed to the producer and not called back yet, at most; the C_QIOGATE above gets it as its "
                     + "max_pending_acks (and max_pending_bytes at most half the producer's buffer.memory)");
+    static final Attr<Boolean> SEND_THREAD = Attr.bool("send_thread", true, AttrFlag.RD,
+            "Hand records to the producer on a thread of C_KAFKA's own (record building, partitioner, accumulator), "
+                    + "not on the core loop; false: on the core loop");
     static final Attr<Long> DELIVERY_TIMEOUT_MS = Attr.integer("delivery_timeout_ms", 30000, AttrFlag.RD,
             "Producer delivery.timeout.ms: how long Kafka retries a record before it is nacked "
                     + "(keep it under the queue's timeout_ack)");
@@ -182,11 +186,17 @@ public final class KafkaOut implements GObjBehavior {
     static final String EV_KAFKA_DELIVERY = "EV_KAFKA_DELIVERY";
     /** From the connectivity check, through the core loop: the cluster reachable or not, and why. */
     static final String EV_KAFKA_LINK = "EV_KAFKA_LINK";
+    /**
+     * From the producer callbacks of one burst, through the core loop: the queued records Kafka acked, as the
+     * store's md numbers ({@code acked}: a {@code long[][]} of rowid, t, generation). Sent by this gobj to itself.
+     */
+    static final String EV_KAFKA_ACKED = "EV_KAFKA_ACKED";
 
     static final Fsm<KafkaOut> FSM = Fsm.<KafkaOut>builder()
         .state(St.ST_DISCONNECTED)
             .on(Ev.EV_SEND_MESSAGE,  KafkaOut::acSendMessage)
             .on(EV_KAFKA_DELIVERY,   KafkaOut::acDelivery)
+            .on(EV_KAFKA_ACKED,      KafkaOut::acAcked)
             .on(EV_KAFKA_LINK,       KafkaOut::acLink)
             .on(Ev.EV_TIMEOUT,       KafkaOut::acReopen)
             .ignore(Ev.EV_DROP)
@@ -194,6 +204,7 @@ public final class KafkaOut implements GObjBehavior {
             .enteredByAction()
             .on(Ev.EV_SEND_MESSAGE,  KafkaOut::acSendMessage)
             .on(EV_KAFKA_DELIVERY,   KafkaOut::acDelivery)
+            .on(EV_KAFKA_ACKED,      KafkaOut::acAcked)
             .on(EV_KAFKA_LINK,       KafkaOut::acLink)
             .on(Ev.EV_TIMEOUT,       KafkaOut::acReopen)
             .ignore(Ev.EV_DROP)
@@ -202,14 +213,18 @@ public final class KafkaOut implements GObjBehavior {
 
     // --- Spec ---
 
-    /** Version of what {@link #onExport} hands over: the producer, its Admin client, the in-flight records. */
-    static final int STATE_VERSION = 1;
+    /**
+     * Version of what {@link #onExport} hands over: the producer, its Admin client, the in-flight records. 2: the
+     * same state, but the handed producer's callbacks may answer with {@value #EV_KAFKA_ACKED}, which a revision of
+     * version 1 does not know, so such a revision refuses it (a rebuild) instead of losing those acks. Takes 1 and 2.
+     */
+    static final int STATE_VERSION = 2;
 
     public static final GClassSpec<KafkaOut> SPEC = GClassSpec.builder(GCLASS, KafkaOut.class)
             .description("Output to a Kafka topic (idempotent, acks=all) that acks the queue above it once Kafka has "
                     + "each record")
             .attrs(BOOTSTRAP_SERVERS, TOPIC, KEY, GATEWAY_NAME, LINGER_MS, BATCH_SIZE, COMPRESSION, MAX_IN_FLIGHT,
-                    DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KAFKA, CHECK_INTERVAL_MS, CHECK_TIMEOUT_MS,
+                    SEND_THREAD, DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KAFKA, CHECK_INTERVAL_MS, CHECK_TIMEOUT_MS,
                     REOPEN_INTERVAL_MS, DEAD_LETTER_MAX_BYTES, CONNECTED, KAFKA_STATUS, LAST_ERROR, KAFKA_BROKERS, KAFKA_PARTITIONS,
                     IN_FLIGHT, OLDEST_IN_FLIGHT_MS, RECORDS_SENT, RECORDS_ACKED, RECORDS_FAILED, RECORDS_RETRIED,
                     RESENDS_ABSORBED, REFUSED, BAD_MESSAGES, RECORDS_DEAD_LETTERED, PRODUCER_REFUSALS,
@@ -270,6 +285,11 @@ public final class KafkaOut implements GObjBehavior {
      * told apart by it. A live upgrade keeps the producer, so it keeps this number.
      */
     private long producerSeq;
+    /**
+     * The acks of the current burst of callbacks of {@link #link}, md numbers (rowid, t, generation), sent to the
+     * gobj as one {@value #EV_KAFKA_ACKED} by the link's after-burst hook. Core loop only.
+     */
+    private java.util.ArrayList<long[]> ackBurst;
     /** Queued records in the producer, in send order (the first is the oldest). Bounded by max_in_flight. */
     private final LinkedHashMap<RecordKey, InFlight> inflight = new LinkedHashMap<>();
     /** Records nacked and not sent again yet: the next send of one is a retry. Bounded like inflight. */
@@ -529,7 +549,7 @@ public final class KafkaOut implements GObjBehavior {
             gobj.inc(REFUSED);
             return -1;
         }
-        if (out.md != null) return produceQueued(out);
+        if (out.queued()) return produceQueued(out);
         return produceDirect(out, durable instanceof ObjectNode ? (ObjectNode) durable : null, src);
     }
 
@@ -560,16 +580,7 @@ public final class KafkaOut implements GObjBehavior {
         }
         if (ok) {
             gobj.inc(RECORDS_ACKED);
-            if (failStreak > 0) {
-                Glog.info(gobj, "Kafka takes records again", "failed_in_a_row", failStreak);
-                failStreak = 0;
-            }
-            producerRefusalSaid = null;
-            if (deadLetterStreak > 0) {
-                Glog.info(gobj, "Kafka takes records again after refusing some for good", "dead_lettered",
-                        deadLetterStreak, "file", deadLetterPath().toString());
-                deadLetterStreak = 0;
-            }
+            takesRecordsAgain();
             if (md != null) {
                 answerQueue(md, 0);
             } else {
@@ -620,6 +631,41 @@ public final class KafkaOut implements GObjBehavior {
         return 0;
     }
 
+    /**
+     * EV_KAFKA_ACKED: the queued records Kafka acked in one burst of callbacks, each answered to the queue as
+     * {@link #acDelivery} answers one; one event, one counter update and one streak check for the whole burst.
+     */
+    private int acAcked(String event, ObjectNode kw, GObj src) {
+        if (src != gobj) {
+            Glog.error(gobj, "source unknown", "event", event, "src", src == null ? "" : src.shortName());
+            return -1;
+        }
+        long[][] acked = Kw.ref(kw, "acked", long[][].class);
+        if (acked == null || acked.length == 0) return 0;
+        if (kw.path("producer").asLong() == producerSeq) {
+            for (long[] a : acked) inflight.remove(new RecordKey(a[2], a[0]));
+        }
+        if (!gobj.isRunning()) return 0;   // the queue above is closed and reloads what is pending at its start
+        gobj.add(RECORDS_ACKED, acked.length);
+        takesRecordsAgain();
+        for (long[] a : acked) answerQueue(a[0], a[1], a[2], 0);
+        return 0;
+    }
+
+    /** A record acked: the streaks of failures and refusals end, said once. */
+    private void takesRecordsAgain() {
+        if (failStreak > 0) {
+            Glog.info(gobj, "Kafka takes records again", "failed_in_a_row", failStreak);
+            failStreak = 0;
+        }
+        producerRefusalSaid = null;
+        if (deadLetterStreak > 0) {
+            Glog.info(gobj, "Kafka takes records again after refusing some for good", "dead_lettered",
+                    deadLetterStreak, "file", deadLetterPath().toString());
+            deadLetterStreak = 0;
+        }
+    }
+
     /** EV_KAFKA_LINK: the connectivity check's report; opens or closes the link for the queue above. */
     private int acLink(String event, ObjectNode kw, GObj src) {
         if (src != gobj || kw.path("producer").asLong() != producerSeq) return 0;   // a closed producer's report
@@ -656,7 +702,8 @@ public final class KafkaOut implements GObjBehavior {
     // --- Local methods ---
 
     private int produceQueued(KafkaRecords.Outgoing out) {
-        RecordKey key = recordKey(out.md);
+        long[] store = out.store;
+        RecordKey key = store == null ? recordKey(out.md()) : store[0] > 0 ? new RecordKey(store[2], store[0]) : null;
         if (key == null) {
             gobj.inc(BAD_MESSAGES);
             Glog.error(gobj, "Message without __md_trq__.__msg_rowid__, not produced");
@@ -671,12 +718,12 @@ public final class KafkaOut implements GObjBehavior {
         byte[] id = msgId(key);
         String refusedWhy = refusedForGood.get(key);
         if (refusedWhy != null) return deadLetter(key, id, out, refusedWhy);
-        KafkaLink.Offer offer = link.send(out.key, out.value, GH_MSG_ID, id,
-                delivery(gobj, producerSeq, out.md, null, null, null));
+        KafkaLink.Offer offer = link.send(out.key, out.value, GH_MSG_ID, id, store != null
+                ? storeDelivery(gobj, producerSeq, store, ackBurst) : delivery(gobj, producerSeq, out.md(), null, null, null));
         if (offer != KafkaLink.Offer.ACCEPTED) {
             // Only when the queue's window was raised over max_in_flight after the start: a nack makes it wait.
             gobj.inc(REFUSED);
-            nackSoon(gobj, producerSeq, out.md, "producer window full (" + offer + ")");
+            nackSoon(gobj, producerSeq, out.md(), "producer window full (" + offer + ")");
             return 0;
         }
         if (nacked.remove(key)) gobj.inc(RECORDS_RETRIED);
@@ -709,6 +756,33 @@ public final class KafkaOut implements GObjBehavior {
     private static KafkaLink.SendCallback delivery(GObj g, long producer, ObjectNode md, ObjectNode durable,
                                                    GObj replyTo, byte[][] record) {
         return r -> g.send(EV_KAFKA_DELIVERY, deliveryKw(producer, md, durable, replyTo, record, r), g);
+    }
+
+    /**
+     * The callback of a record whose md is the store's own (its numbers): an ack joins the burst the link's
+     * after-burst hook sends as one {@value #EV_KAFKA_ACKED}; a failure, or any outcome while the messages are
+     * traced, is one {@value #EV_KAFKA_DELIVERY} as for any other record. JDK types only, as {@link #delivery}.
+     */
+    private static KafkaLink.SendCallback storeDelivery(GObj g, long producer, long[] store, List<long[]> burst) {
+        return r -> {
+            if (r.ok() && burst != null && !g.isTraced(TRACE_MESSAGES)) {
+                burst.add(store);
+            } else {
+                g.send(EV_KAFKA_DELIVERY, deliveryKw(producer, KafkaRecords.storeMdTree(store), null, null, null, r), g);
+            }
+        };
+    }
+
+    /** The after-burst hook of a link: the acks its callbacks gathered, as one event to the gobj. */
+    private static Runnable ackedBurst(GObj g, long producer, List<long[]> burst) {
+        return () -> {
+            if (burst.isEmpty()) return;
+            long[][] acked = burst.toArray(new long[0][]);
+            burst.clear();
+            ObjectNode kw = Kw.create().put("producer", producer);
+            Kw.putRef(kw, "acked", acked);
+            g.send(EV_KAFKA_ACKED, kw, g);
+        };
     }
 
     private static ObjectNode deliveryKw(long producer, ObjectNode md, ObjectNode durable, GObj replyTo,
@@ -807,14 +881,14 @@ public final class KafkaOut implements GObjBehavior {
         try {
             appendDeadLetter(id, out.key, out.value, error);
         } catch (IOException | RuntimeException e) {
-            nackSoon(gobj, producerSeq, out.md, deadLetterFailed(e, error, "it stays queued and is retried"));
+            nackSoon(gobj, producerSeq, out.md(), deadLetterFailed(e, error, "it stays queued and is retried"));
             return 0;
         }
         refusedForGood.remove(key);
         nacked.remove(key);
         deadLettered(id, error, "cleared from the queue");
         ObjectNode kw = Kw.create().put("producer", producerSeq).put("ok", false).put("dead_lettered", true);
-        kw.set("md", out.md);
+        kw.set("md", out.md());
         GObj g = gobj;
         g.yuno().eventLoop().execute(() -> g.send(EV_KAFKA_DELIVERY, kw, g));
         return 0;
@@ -925,25 +999,32 @@ public final class KafkaOut implements GObjBehavior {
      * Jackson.
      */
     private void answerQueue(ObjectNode md, int result) {
-        ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
         JsonNode rowid = md.get(TrQueue.MSG_ROWID);
         JsonNode t = md.get(TrQueue.MSG_T);
         JsonNode gen = md.get(TrQueue.MSG_GEN);
         if (md.size() == 3 && isLong(rowid) && isLong(t) && isLong(gen)) {
-            b.writeBytes(ACK_ROWID);
-            writeLong(b, rowid.longValue());
-            b.writeBytes(ACK_T);
-            writeLong(b, t.longValue());
-            b.writeBytes(ACK_GEN);
-            writeLong(b, gen.longValue());
-            b.writeBytes(ACK_RESULT);
-            writeLong(b, result);
-            b.writeBytes(ACK_END);
+            answerQueue(rowid.longValue(), t.longValue(), gen.longValue(), result);
         } else {
+            ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
             ObjectNode answer = Kw.create();
             answer.set(Kw.MD_TRQ, md.deepCopy().put(Kw.RESULT, result));
             b.writeCharSequence(Kw.toJson(answer), StandardCharsets.UTF_8);
+            gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
         }
+    }
+
+    /** {@link #answerQueue(ObjectNode, int)} for the store's md, from its numbers. */
+    private void answerQueue(long rowid, long t, long gen, int result) {
+        ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
+        b.writeBytes(ACK_ROWID);
+        writeLong(b, rowid);
+        b.writeBytes(ACK_T);
+        writeLong(b, t);
+        b.writeBytes(ACK_GEN);
+        writeLong(b, gen);
+        b.writeBytes(ACK_RESULT);
+        writeLong(b, result);
+        b.writeBytes(ACK_END);
         gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
     }
 
@@ -977,8 +1058,11 @@ public final class KafkaOut implements GObjBehavior {
     }
 
     private KafkaLink.Builder builder(long seq) {
+        ackBurst = new java.util.ArrayList<>();
         return KafkaLink.builder(gobj.read(BOOTSTRAP_SERVERS), gobj.read(TOPIC), loopOf(gobj))
                 .listener(linkEvents(gobj, seq))
+                .sendThread(gobj.read(SEND_THREAD))
+                .afterBurst(ackedBurst(gobj, seq, ackBurst))
                 .clientId(clientId())
                 .lingerMs((int) gobj.readLong(LINGER_MS))
                 .batchSize((int) gobj.readLong(BATCH_SIZE))
@@ -1102,12 +1186,45 @@ public final class KafkaOut implements GObjBehavior {
         return v == null || v.isNaN() || v.isInfinite() ? 0 : v;
     }
 
+    /** {@code <prefix><generation>/<rowid>}, the digits written into the array (no String made). */
     private byte[] msgId(RecordKey k) {
-        byte[] tail = (k.generation() + "/" + k.rowid()).getBytes(StandardCharsets.US_ASCII);
-        byte[] id = new byte[msgIdPrefix.length + tail.length];
+        long gen = k.generation();
+        long rowid = k.rowid();
+        int gl = digits(gen);
+        int rl = digits(rowid);
+        byte[] id = new byte[msgIdPrefix.length + gl + 1 + rl];
         System.arraycopy(msgIdPrefix, 0, id, 0, msgIdPrefix.length);
-        System.arraycopy(tail, 0, id, msgIdPrefix.length, tail.length);
+        int at = msgIdPrefix.length;
+        putDigits(id, at, gl, gen);
+        id[at + gl] = '/';
+        putDigits(id, at + gl + 1, rl, rowid);
         return id;
+    }
+
+    /** Characters of {@code v} in decimal, its sign included. */
+    static int digits(long v) {
+        if (v == Long.MIN_VALUE) return 20;
+        int n = v < 0 ? 2 : 1;
+        for (long x = Math.abs(v); x >= 10; x /= 10) n++;
+        return n;
+    }
+
+    /** {@code v} in decimal into {@code b[at, at + len)}, {@code len} = {@link #digits}(v). */
+    static void putDigits(byte[] b, int at, int len, long v) {
+        if (v == Long.MIN_VALUE) {
+            byte[] s = Long.toString(v).getBytes(StandardCharsets.US_ASCII);
+            System.arraycopy(s, 0, b, at, s.length);
+            return;
+        }
+        if (v < 0) {
+            b[at] = '-';
+            v = -v;
+        }
+        int i = at + len - 1;
+        do {
+            b[i--] = (byte) ('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
     }
 
     private String gatewayName() {

@@ -20,16 +20,40 @@ import java.nio.charset.StandardCharsets;
 final class KafkaRecords {
     private KafkaRecords() {}
 
-    /** What goes to Kafka: the value, the key (null: none), and the queue's md when the message came from a queue. */
+    /**
+     * What goes to Kafka: the value, the key (null: none), and the queue's md when the message came from a queue:
+     * the store's own md as its three numbers ({@link #store}, no JSON tree made for the common case), any other md
+     * as its tree.
+     */
     static final class Outgoing {
         final byte[] value;
         final byte[] key;
-        final ObjectNode md;
+        /** rowid, t, generation of the store's md; null when the md had another shape or there is none. */
+        final long[] store;
+        private ObjectNode md;
 
         Outgoing(byte[] value, byte[] key, ObjectNode md) {
             this.value = value;
             this.key = key;
             this.md = md;
+            this.store = null;
+        }
+
+        Outgoing(byte[] value, byte[] key, long[] store) {
+            this.value = value;
+            this.key = key;
+            this.store = store;
+        }
+
+        /** From a queue (an md to ack with), not a relay's dict. */
+        boolean queued() {
+            return store != null || md != null;
+        }
+
+        /** The md as a tree (made on demand from the store's numbers); null in direct mode. */
+        ObjectNode md() {
+            if (md == null && store != null) md = storeMdTree(store);
+            return md;
         }
     }
 
@@ -50,20 +74,22 @@ final class KafkaRecords {
             int mdFrom = at + MD_KEY.length;
             // The store's own md, {"__msg_rowid__":R,"__msg_t__":T,"__msg_gen__":G}, read byte by byte; any other
             // shape goes to Jackson below
-            JsonNode md = storeMd(b, mdFrom, n - 1);
-            if (md == null) try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
+            long[] store = storeMdNumbers(b, mdFrom, n - 1);
+            JsonNode md = null;
+            if (store == null) try (JsonParser p = Kw.MAPPER.getFactory().createParser(b, mdFrom, n - 1 - mdFrom)) {
                 JsonNode tree = p.nextToken() == JsonToken.START_OBJECT ? Kw.MAPPER.readTree(p) : null;
                 // exactly one object up to the closing brace: the key is the last of the message
                 if (p.nextToken() == null) md = tree;
             } catch (IOException notLast) {
                 // something follows the md: the general path below
             }
-            if (md instanceof ObjectNode) {
+            if (store != null || md instanceof ObjectNode) {
                 int keep = b[at - 1] == ',' ? at - 1 : at;
                 byte[] value = new byte[keep + 1];
                 System.arraycopy(b, 0, value, 0, keep);
                 value[keep] = '}';
-                return new Outgoing(value, keyOf(value, keyPath), (ObjectNode) md);
+                byte[] key = keyOf(value, keyPath);
+                return store != null ? new Outgoing(value, key, store) : new Outgoing(value, key, (ObjectNode) md);
             }
         }
         JsonNode tree = Kw.MAPPER.readTree(b);
@@ -77,7 +103,7 @@ final class KafkaRecords {
     /** A message as a relay sends it to a durable output: a dict; metadata keys and references stay out. */
     static Outgoing fromDict(ObjectNode kw, String[] keyPath) throws IOException {
         ObjectNode msg = Kw.withoutMetadata(kw);
-        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath), null);
+        return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath), (ObjectNode) null);
     }
 
     /** The key's text (a string as it is, a number or bool as its JSON text), null when absent or not a scalar. */
@@ -129,6 +155,19 @@ final class KafkaRecords {
      * parses.
      */
     static ObjectNode storeMd(byte[] b, int from, int to) {
+        long[] v = storeMdNumbers(b, from, to);
+        return v == null ? null : storeMdTree(v);
+    }
+
+    /** The tree of the store's md from its numbers (rowid, t, generation). */
+    static ObjectNode storeMdTree(long[] v) {
+        ObjectNode md = Kw.create();
+        for (int f = 0; f < 3; f++) md.put(MD_NAMES[f], v[f]);
+        return md;
+    }
+
+    /** {@link #storeMd} as its three numbers: rowid, t, generation; null for any other shape. */
+    static long[] storeMdNumbers(byte[] b, int from, int to) {
         long[] v = new long[3];
         int i = from;
         for (int f = 0; f < 3; f++) {
@@ -149,9 +188,7 @@ final class KafkaRecords {
             v[f] = neg ? -x : x;
         }
         if (i != to - 1 || b[i] != '}') return null;
-        ObjectNode md = Kw.create();
-        for (int f = 0; f < 3; f++) md.put(MD_NAMES[f], v[f]);
-        return md;
+        return v;
     }
 
     private static int lastIndexOf(byte[] a, byte[] key) {

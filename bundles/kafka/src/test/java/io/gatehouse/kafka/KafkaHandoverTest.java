@@ -186,14 +186,14 @@ class KafkaHandoverTest {
         send(0, 20);
         await("20 records in the producer", 5_000, () -> stats().get("in_flight").asLong() == 20);
         // upgrade to a revision of a higher state version, then roll back to this one, which refuses that state
-        Revision.handOver(rt, Revision.of(KafkaOut.SPEC, 2, KafkaOut.SPEC.factory()), 1);
+        Revision.handOver(rt, Revision.of(KafkaOut.SPEC, KafkaOut.STATE_VERSION + 1, KafkaOut.SPEC.factory()), 1);
         @SuppressWarnings("unchecked")
         KafkaOut upgraded = behaviour();
         Producer<byte[], byte[]> producer = (Producer<byte[], byte[]>) rt.call(() -> upgraded.link().producer());
         ObjectNode report = rt.gclassArrived(Revision.next(KafkaOut.SPEC));
         System.out.println("rollback to a revision that refuses the state: " + report);
         assertEquals("out", report.get("rebuilt").get(0).get("service").asText(), report.toString());
-        assertTrue(report.get("rebuilt").get(0).get("reason").asText().contains("state version 2 unknown"), report.toString());
+        assertTrue(report.get("rebuilt").get(0).get("reason").asText().contains("state version " + (KafkaOut.STATE_VERSION + 1) + " unknown"), report.toString());
         // closed by core through the state's closer, not left running and not closed with an unbounded wait
         assertThrows(IllegalStateException.class,
                 () -> producer.send(new ProducerRecord<>("rollback", new byte[1])), "the handed producer is closed");

@@ -31,8 +31,8 @@ class KafkaRecordsTest {
         KafkaRecords.Outgoing o = KafkaRecords.fromQueue(b, new String[] {"id"});
         assertEquals("{\"id\":\"dev-0042\",\"v\":{\"a\":[1,2]}}", text(o.value));
         assertEquals("dev-0042", text(o.key));
-        assertEquals(17, o.md.get("__msg_rowid__").asLong());
-        assertEquals(2, o.md.get("__msg_gen__").asLong());
+        assertEquals(17, o.md().get("__msg_rowid__").asLong());
+        assertEquals(2, o.md().get("__msg_gen__").asLong());
         assertEquals(0, b.readerIndex(), "the buffer is read, not consumed");
         b.release();
     }
@@ -42,7 +42,7 @@ class KafkaRecordsTest {
         KafkaRecords.Outgoing o = KafkaRecords.fromQueue(buf("{\"__md_trq__\":{\"__msg_rowid__\":1}}"), new String[] {"id"});
         assertEquals("{}", text(o.value));
         assertNull(o.key, "no key in the message: a keyless record");
-        assertEquals(1, o.md.get("__msg_rowid__").asLong());
+        assertEquals(1, o.md().get("__msg_rowid__").asLong());
     }
 
     @Test
@@ -51,7 +51,7 @@ class KafkaRecordsTest {
                 buf("{\"__md_trq__\":{\"__msg_rowid__\":5},\"id\":7,\"x\":\"__md_trq__\"}"), new String[] {"id"});
         assertEquals("{\"id\":7,\"x\":\"__md_trq__\"}", text(o.value));
         assertEquals("7", text(o.key), "a number key is its decimal text, as C_MQIOGATE reads it");
-        assertEquals(5, o.md.get("__msg_rowid__").asLong());
+        assertEquals(5, o.md().get("__msg_rowid__").asLong());
     }
 
     @Test
@@ -77,7 +77,7 @@ class KafkaRecordsTest {
         KafkaRecords.Outgoing o = KafkaRecords.fromDict(kw, new String[] {"id"});
         assertEquals("{\"id\":\"d1\",\"n\":1}", text(o.value));
         assertEquals("d1", text(o.key));
-        assertNull(o.md);
+        assertNull(o.md());
     }
 
     @Test
@@ -108,7 +108,7 @@ class KafkaRecordsTest {
                 "{\"__msg_rowid__\":1,\"__msg_t__\":-5,\"__msg_gen__\":0}",
                 "{\"__msg_rowid__\":999999999999999999,\"__msg_t__\":0,\"__msg_gen__\":-1}"}) {
             assertSameNumbers(Kw.parse(md), storeMd(md));
-            assertSameNumbers(Kw.parse(md), KafkaRecords.fromQueue(buf("{\"a\":1,\"__md_trq__\":" + md + "}"), null).md);
+            assertSameNumbers(Kw.parse(md), KafkaRecords.fromQueue(buf("{\"a\":1,\"__md_trq__\":" + md + "}"), null).md());
         }
         for (String md : new String[] {"{\"__msg_t__\":1,\"__msg_rowid__\":17,\"__msg_gen__\":2}",
                 "{\"__msg_rowid__\":17,\"__msg_t__\":1}", "{\"__msg_rowid__\":17, \"__msg_t__\":1,\"__msg_gen__\":2}",
@@ -127,7 +127,7 @@ class KafkaRecordsTest {
                 assertThrows(java.io.IOException.class, () -> KafkaRecords.fromQueue(buf(msg), null), md);
                 continue;
             }
-            assertEquals(tree.toString(), KafkaRecords.fromQueue(buf(msg), null).md.toString(), md);
+            assertEquals(tree.toString(), KafkaRecords.fromQueue(buf(msg), null).md().toString(), md);
         }
     }
 
@@ -138,6 +138,19 @@ class KafkaRecordsTest {
             KafkaOut.writeLong(b, v);
             assertEquals(Long.toString(v), b.toString(StandardCharsets.US_ASCII));
             b.release();
+        }
+    }
+
+    @Test
+    void shouldWriteTheDigitsOfTheMsgIdAsLongToStringDoes() {
+        for (long v : new long[] {0, 1, 9, 10, 99, 100, 4711, 1764600000123L, Long.MAX_VALUE, -1, -10, -4711,
+                Long.MIN_VALUE + 1, Long.MIN_VALUE}) {
+            int n = KafkaOut.digits(v);
+            byte[] b = new byte[n + 2];
+            b[0] = 'x';
+            b[n + 1] = 'y';
+            KafkaOut.putDigits(b, 1, n, v);
+            assertEquals("x" + v + "y", new String(b, java.nio.charset.StandardCharsets.US_ASCII));
         }
     }
 }

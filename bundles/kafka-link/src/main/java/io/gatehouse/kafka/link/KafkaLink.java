@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -59,6 +60,13 @@ import org.slf4j.LoggerFactory;
  *     fails, or when the topic does not exist.</li>
  * <li><b>Close:</b> {@link #close(Duration)} gives the producer that long to deliver what it holds; what is still
  *     pending then fails through its callbacks.</li>
+ * <li><b>Send thread</b> ({@link Builder#sendThread}, on by default): {@link #send} only queues the record for one
+ *     thread of the link's own, which hands it to the producer (record building, partitioner, accumulator append and
+ *     its lock) in the order of the sends: the caller's loop does not pay for Kafka's {@code send}. The queue is
+ *     bounded by {@code maxInFlight} (a record counts from {@link #send} to its callback), and a record's
+ *     callback still runs exactly once. Off, {@link #send} calls the producer on the caller's thread.</li>
+ * <li><b>Bursts:</b> the results of one burst of callbacks run in one executor task, in order, followed by the
+ *     {@link Builder#afterBurst} hook, so a caller can answer a whole burst at once.</li>
  * <li><b>Hand-off:</b> {@link #handOff()} stops this link without closing its producer and gives the producer, the
  *     Admin client and the count of sends outstanding to whoever builds the next link around them
  *     ({@link Builder#adopt}): a live upgrade of the gclass that owns the link keeps the producer's id and sequence
@@ -121,6 +129,12 @@ public final class KafkaLink implements AutoCloseable {
     private final AtomicLong failed = new AtomicLong();
     private final AtomicLong refusedFull = new AtomicLong();
     private final AtomicBoolean rejectionLogged = new AtomicBoolean();
+    private final Runnable afterBurst;
+    /** Records {@link #send} queued for the send thread; null when the producer is called on the caller's thread. */
+    private final ConcurrentLinkedQueue<Pending> toSend;
+    private final Thread sender;
+    private volatile boolean senderParked;
+    private volatile boolean senderStop;
     private volatile Connectivity connectivity = Connectivity.down("not checked yet");
     private Connectivity reported; // watcher thread only
 
@@ -131,6 +145,7 @@ public final class KafkaLink implements AutoCloseable {
         this.listener = b.listener;
         this.maxInFlight = b.maxInFlight;
         this.connectivityTimeout = b.connectivityTimeout;
+        this.afterBurst = b.afterBurst;
 
         Map<String, Object> p = new HashMap<>(b.extra);
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, b.bootstrapServers);
@@ -182,6 +197,17 @@ public final class KafkaLink implements AutoCloseable {
             return t;
         });
         watcher.scheduleWithFixedDelay(this::check, 0, b.connectivityInterval.toMillis(), TimeUnit.MILLISECONDS);
+        if (b.sendThread) {
+            toSend = new ConcurrentLinkedQueue<>();
+            sender = new Thread(this::sendLoop, "kafka-send-" + b.clientId);
+            sender.setDaemon(true);
+            // Kafka's own loader, as for the producer's construction (a callback may resolve classes)
+            sender.setContextClassLoader(KafkaProducer.class.getClassLoader());
+            sender.start();
+        } else {
+            toSend = null;
+            sender = null;
+        }
     }
 
     /**
@@ -239,6 +265,8 @@ public final class KafkaLink implements AutoCloseable {
         private Duration connectivityTimeout = Duration.ofSeconds(5);
         private final Map<String, Object> extra = new HashMap<>();
         private Handoff adopted;
+        private boolean sendThread = true;
+        private Runnable afterBurst;
 
         private Builder(String bootstrapServers, String topic, Executor executor) {
             this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -313,6 +341,24 @@ public final class KafkaLink implements AutoCloseable {
          */
         public Builder maxBlockMs(int ms) {
             this.maxBlockMs = ms;
+            return this;
+        }
+
+        /**
+         * Whether {@link #send} hands records to a send thread of the link (default true) or calls the producer
+         * on the caller's thread (false).
+         */
+        public Builder sendThread(boolean on) {
+            this.sendThread = on;
+            return this;
+        }
+
+        /**
+         * Run on the executor after each burst of results (the callbacks of the records Kafka completed together,
+         * each run before it), so the caller can answer them at once. Null: none.
+         */
+        public Builder afterBurst(Runnable hook) {
+            this.afterBurst = hook;
             return this;
         }
 
@@ -399,6 +445,82 @@ public final class KafkaLink implements AutoCloseable {
         }
         sent.incrementAndGet();
         long t0 = System.nanoTime();
+        if (toSend != null) {
+            toSend.add(new Pending(key, value, hs, callback, t0));
+            if (senderStop) {
+                failLeftovers();   // closed between the check above and now (another thread)
+            } else if (senderParked) {
+                LockSupport.unpark(sender);
+            }
+            return Offer.ACCEPTED;
+        }
+        produce(key, value, hs, callback, t0);
+        return Offer.ACCEPTED;
+    }
+
+    /** A record queued for the send thread. */
+    private record Pending(byte[] key, byte[] value, RecordHeaders headers, SendCallback callback, long t0) {
+    }
+
+    /**
+     * The send thread: hands the queued records to the producer in order, parks when there are none. Told to stop
+     * (a close or a hand-off), it sends what is queued first, so every record accepted reaches the producer (whose
+     * close fails what it still holds) and a hand-off keeps the order of the sends.
+     */
+    private void sendLoop() {
+        while (true) {
+            Pending p = toSend.poll();
+            if (p != null) {
+                try {
+                    produce(p.key, p.value, p.headers, p.callback, p.t0);
+                } catch (Throwable t) {
+                    // produce() completes the record on any exception; an Error must not end the thread, or every
+                    // later send would wait in the queue for good
+                    LOG.error("kafka link {}: the send thread met {}", topic, t.toString());
+                }
+                continue;
+            }
+            if (senderStop) {
+                return;
+            }
+            senderParked = true;
+            if (toSend.isEmpty() && !senderStop) {
+                LockSupport.park(this);
+            }
+            senderParked = false;
+        }
+    }
+
+    /** Stops the send thread once it has sent what is queued (bounded wait), then fails anything still queued. */
+    private void stopSender() {
+        if (sender == null) {
+            return;
+        }
+        senderStop = true;
+        LockSupport.unpark(sender);
+        if (sender != Thread.currentThread()) {
+            try {
+                sender.join(Math.max(5000, connectivityTimeout.toMillis()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (sender.isAlive()) {
+                LOG.warn("kafka link {}: the send thread did not stop in time; what it still queues fails", topic);
+                sender.interrupt();
+            }
+        }
+        failLeftovers();
+    }
+
+    private void failLeftovers() {
+        for (Pending p; (p = toSend.poll()) != null; ) {
+            complete(p.callback, SendResult.failed(new KafkaException("kafka link " + topic + " closed before the "
+                + "record reached the producer"), System.nanoTime() - p.t0));
+        }
+    }
+
+    /** Hands one record to the producer; its callback (or a throw) completes it exactly once. */
+    private void produce(byte[] key, byte[] value, RecordHeaders hs, SendCallback callback, long t0) {
         AtomicBoolean done = new AtomicBoolean();
         try {
             // Kafka runs the callback on its I/O thread, or right here for an error found before queueing
@@ -415,7 +537,6 @@ public final class KafkaLink implements AutoCloseable {
                 complete(callback, SendResult.failed(e, System.nanoTime() - t0));
             }
         }
-        return Offer.ACCEPTED;
     }
 
     /**
@@ -437,6 +558,9 @@ public final class KafkaLink implements AutoCloseable {
         drainScheduled.set(false);
         for (Runnable r; (r = results.poll()) != null; ) {
             r.run();
+        }
+        if (afterBurst != null) {
+            afterBurst.run();
         }
     }
 
@@ -642,6 +766,7 @@ public final class KafkaLink implements AutoCloseable {
             throw new IllegalStateException("kafka link " + topic + " is closed");
         }
         handedOff = true;
+        stopSender();   // what is queued reaches the producer first: the next link's sends come after it
         watcher.shutdownNow();
         try {
             if (!watcher.awaitTermination(connectivityTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS)) {
@@ -675,6 +800,7 @@ public final class KafkaLink implements AutoCloseable {
             return;
         }
         watcher.shutdownNow();
+        stopSender();
         try {
             producer.close(timeout);
         } finally {

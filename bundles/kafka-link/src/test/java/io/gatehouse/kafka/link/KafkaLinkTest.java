@@ -184,6 +184,54 @@ class KafkaLinkTest {
         }
     }
 
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    @Order(1)
+    void shouldRunTheAfterBurstHookOnTheLoopAfterTheCallbacksOfEachBurst(boolean sendThread) throws Exception {
+        String topic = "bursts-" + sendThread;
+        broker.createTopic(topic, 1);
+        java.util.concurrent.atomic.AtomicInteger hooks = new java.util.concurrent.atomic.AtomicInteger();
+        KafkaLink l = open(link(broker.bootstrapServers(), topic).sendThread(sendThread).lingerMs(20).maxInFlight(5000)
+            .afterBurst(() -> {
+                onLoop("after-burst hook");
+                hooks.incrementAndGet();
+            }));
+        awaitReport(true, 15_000);
+        List<SendResult> results = sendAll(l, "b-", 2000, 30_000);
+        assertTrue(results.stream().allMatch(SendResult::ok));
+        Thread.sleep(200);   // the hook of the last burst runs after its callbacks
+        System.out.println("send thread " + sendThread + ": 2000 callbacks in " + hooks.get() + " bursts");
+        assertTrue(hooks.get() >= 1 && hooks.get() < 2000, "one hook per burst, not per record: " + hooks.get());
+        List<String> values = broker.consumeAll(topic, Duration.ofSeconds(20)).stream()
+            .map(KafkaRecord::valueString).toList();
+        assertEquals(2000, values.size());
+        for (int i = 0; i < 2000; i++) {
+            assertEquals("b-" + i, values.get(i), "the order of the sends kept in the partition");
+        }
+    }
+
+    @Test
+    @Order(2)
+    void shouldCallBackEveryQueuedSendOnceWhenClosedAtOnce() throws Exception {
+        broker.createTopic("closed-at-once", 1);
+        KafkaLink l = open(link(broker.bootstrapServers(), "closed-at-once").maxInFlight(20_000).lingerMs(1000));
+        awaitReport(true, 15_000);
+        LinkedBlockingQueue<SendResult> results = new LinkedBlockingQueue<>();
+        int n = 20_000;
+        for (int i = 0; i < n; i++) {
+            assertEquals(KafkaLink.Offer.ACCEPTED, l.send(null, bytes("c" + i), null, results::add));
+        }
+        l.close(Duration.ZERO);   // most are still queued for the send thread or in the producer's linger
+        int got = 0;
+        for (; got < n; got++) {
+            assertNotNull(results.poll(15, TimeUnit.SECONDS), "callback " + got + " of " + n);
+        }
+        Thread.sleep(200);
+        assertEquals(0, results.size(), "each callback once");
+        assertEquals(0, l.inFlight());
+        assertEquals(KafkaLink.Offer.CLOSED, l.send(null, bytes("late"), null, results::add));
+    }
+
     @Test
     @Order(2)
     void shouldRefuseSendsPastMaxInFlightAndTakeThemAgainAfterCallbacks() throws Exception {
