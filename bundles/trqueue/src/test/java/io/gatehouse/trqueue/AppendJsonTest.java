@@ -95,7 +95,11 @@ class AppendJsonTest {
             TrQueue viaDefault = older(factory.open(dir, "db" + tkey, "default", tkey, 0, 1_000_000,
                     TrQueueOptions.defaults()));
             for (String m : new String[] {"{}", "{\"id\":\"a-1\",\"tm\":17}", "{\"tm\":\"2026-12-02T06:00:00Z\",\"x\":[1]}",
-                    "{\"s\":\"a \\\"__md_trq__\\\" in a string\"}", "{\"inner\":{\"__md_trq__\":{\"x\":1}}}"}) {
+                    "{\"s\":\"a \\\"__md_trq__\\\" in a string\"}", "{\"inner\":{\"__md_trq__\":{\"x\":1}}}",
+                    "{\"tm\":1.5}", "{\"tm\":-12345678901234567890123}", "{\"tm\":9223372036854775807}",
+                    "{\"tm\":\"2026-12-02\"}", "{\"tm\":\"2026-12-02T06:00:00+01:00\",\"a\":1}", "{\"tm\":\"2026\\n\"}",
+                    "{\"x\":{\"tm\":5},\"y\":[{\"tm\":6}]}", "{\"tm\":null}", "{\"tm\":[1]}", "{\"tm\":{\"tm\":1}}",
+                    "{\"a\":\"\\\"tm\\\":7\",\"tm\":8}", "{\"tm\":true}", "{\"tm\":\"\"}"}) {
                 same(dicts, bytes, viaDefault, Kw.parse(m));
             }
             Random rnd = new Random(5);
