@@ -114,6 +114,13 @@ public final class Relay implements GObjBehavior {
      */
     private static final String DURABLE_ACK = "ack";
 
+    /**
+     * The metadata of a message handed to its output as a record whose ack's bytes are kept ({@link #DURABLE_ACK}):
+     * the durability dict then has no {@link #DURABLE_MD} (a revision since the ack's bytes answers from them),
+     * and the dict is not built. A mark, never sent.
+     */
+    private static final ObjectNode MD_IN_ACK = Kw.create();
+
     /** The result of a nack for a refused message: negative, so the sender retries (Yuneta's queue protocol). */
     static final int REFUSED_RESULT = -1;
 
@@ -286,7 +293,9 @@ public final class Relay implements GObjBehavior {
                 // The producer's bytes are the record the output would store for the dict: they go as they are.
                 msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
                 msg.put(Kw.JSON_RECORD, true);
-                upstreamMd = found == MdTrq.FOUND ? scan.mdTree() : null;
+                // The md's dict only where the ack's bytes are not kept (or for a trace): the ack needs no more.
+                upstreamMd = found != MdTrq.FOUND ? null
+                        : ackStart == null || gobj.isTraced(TRACE_MESSAGES) ? scan.mdTree() : MD_IN_ACK;
             } else {
                 msg = buf == null ? Kw.withoutRefs(kw) : found == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
                 msg.remove(Kw.TEMP);
@@ -305,7 +314,7 @@ public final class Relay implements GObjBehavior {
         if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
         if (upstreamMd != null && upstreamMd.isObject()) {
             ObjectNode durable = msg.putObject(Kw.DURABLE);
-            durable.set(DURABLE_MD, upstreamMd);
+            if (upstreamMd != MD_IN_ACK) durable.set(DURABLE_MD, upstreamMd);
             if (ackStart != null) durable.set(DURABLE_ACK, BinaryNode.valueOf(ackStart));
             if (temp != null) durable.set(Kw.TEMP, temp);
             if (src != null) Kw.putRef(durable, DURABLE_GATE, src);

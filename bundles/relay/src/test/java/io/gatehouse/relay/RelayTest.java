@@ -293,7 +293,14 @@ class RelayTest {
         for (int i = 0; i < msgs.length; i++) {
             String[] d = dicts.get(i).split(" durable=");
             String[] r = records.get(i).split(" durable=");
-            assertEquals(d[1], r[1], "the same durability dict: " + msgs[i]);
+            if (r[0].startsWith("record ") && d[1].contains("\"ack\":")) {
+                // the ack's bytes are kept: the md's dict is not built (a revision since those bytes acks from them)
+                ObjectNode dd = Kw.parse(d[1]);
+                dd.remove("md");
+                assertEquals(Kw.toJson(dd), r[1], "the durability dict without the md: " + msgs[i]);
+            } else {
+                assertEquals(d[1], r[1], "the same durability dict: " + msgs[i]);
+            }
             if (r[0].startsWith("record ")) {
                 assertEquals(d[0], Kw.toJson(Kw.parse(r[0].substring(7))), "the record is the dict's JSON: " + msgs[i]);
                 assertEquals(d[0], r[0].substring(7), "byte for byte: " + msgs[i]);
