@@ -87,6 +87,10 @@ public class HotSwapIT extends ITSupport {
         JsonNode report = all.get(all.size() - 1);
         assertTrue("the sink's gobj migrated, nothing rebuilt: " + report,
             report.path("gobjs_migrated").asInt() >= 1 && report.path("rebuilt").size() == 0);
+        // Bundle.update() stops the bundle with its persistent state started: the gobj went on running the stopped
+        // revision while the framework installed the new one, so it was never suspended.
+        assertEquals("no gobj was suspended on the Bundle.update() path: " + report, 0,
+            report.path("gobjs_resumed").asInt());
         // Handed over, not built again from its config node: the value written at run time is still there.
         assertTrue(cmd("read-attrs service=sink").contains("\"echo\":true"));
 
@@ -97,6 +101,36 @@ public class HotSwapIT extends ITSupport {
         assertTrue("api and core saw no bundle event (no refresh, no restart): " + events,
             events.stream().noneMatch(e -> e.endsWith(" " + BundleEvent.STOPPED) || e.endsWith(" " + BundleEvent.UNRESOLVED)));
         assertTrue(cmd("list-services").contains("\"service\":\"relay\""));
+        assertTrue(cmd("view-gobj-tree service=sink").contains("\"running\":true"));
+    }
+
+    /**
+     * A plain stop is not an update: the bundle is recorded stopped, so the gobj is suspended at once (its events
+     * held), and the revision started again takes it over from there, its state kept.
+     */
+    @Test
+    public void shouldSuspendTheGobjsOfAStoppedGclassBundleAndHandThemToItWhenItStartsAgain() throws Exception {
+        await("the sink service", 10_000, () -> cmd("read-attrs service=sink").contains("\"result\":0"));
+        assertTrue(cmd("write-attr service=sink attr=echo value=true").contains("\"result\":0"));
+        Bundle sink = installedBundle(GROUP + ".sink");
+        int upgradesBefore = upgrades();
+        sink.stop();
+        assertEquals(Bundle.RESOLVED, sink.getState());
+        assertEquals("a stop hands nothing over", upgradesBefore, upgrades());
+        sink.start();
+        await("the upgrade of the sink reported", 30_000, () -> {
+            try {
+                return upgrades() > upgradesBefore;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        JsonNode all = new ObjectMapper().readTree(cmd("list-upgrades")).path("data");
+        JsonNode report = all.get(all.size() - 1);
+        assertTrue("the suspended gobj was handed over, nothing rebuilt: " + report,
+            report.path("gobjs_resumed").asInt() >= 1 && report.path("gobjs_migrated").asInt() >= 1
+                && report.path("rebuilt").size() == 0);
+        assertTrue(cmd("read-attrs service=sink").contains("\"echo\":true"));
         assertTrue(cmd("view-gobj-tree service=sink").contains("\"running\":true"));
     }
 }

@@ -46,8 +46,9 @@ import org.ops4j.pax.exam.spi.reactors.PerClass;
  *   <li>{@code update-bundle ... rollback=true} back to the original jar;</li>
  *   <li>a jar of a higher version dropped into {@code deploy/} (FileInstall installs it beside the old one);</li>
  *   <li>that jar taken out of {@code deploy/} again (a rollback: the gobjs move back to the revision that remains);</li>
- *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists, so
- *       the gobjs wait suspended, their input held, while the framework works.</li>
+ *   <li>{@code Bundle.update()} (Karaf's {@code bundle:update}): the old revision stops before the new one exists;
+ *       the gobjs go on running the stopped revision while the framework works, and the new one takes them over
+ *       when it registers.</li>
  * </ol>
  * Then: every message reached a sink, none twice, neither producer lost a connection (nor got an ack it did not
  * expect) and neither sink was connected
@@ -348,6 +349,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
 
     private Swap updateBundle(String bsn, String url, boolean rollback, String how) {
         Swap s = new Swap(bsn.substring(GROUP.length() + 1), how);
+        int before = upgrades();
         JsonNode a = once("update-bundle name=" + bsn + " url=" + url + (rollback ? " rollback=true" : ""));
         s.endNanos = System.nanoTime();
         assertEquals(how + " of " + bsn + ": " + a, 0, a.path("result").asInt());
@@ -355,6 +357,8 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
         s.pauseMs = d.path("pause_ms").asDouble(-1);
         s.migrated = d.path("gobjs_migrated").asInt(-1);
         s.rebuilt = d.path("rebuilt").isArray() && d.path("rebuilt").size() > 0 ? d.path("rebuilt").toString() : "";
+        // a bundle without gclasses (trqueue) moves no gobj: its handover (the queues taken over) is in list-upgrades
+        if (s.pauseMs < 0) lastUpgrade(s, before);
         return s;
     }
 

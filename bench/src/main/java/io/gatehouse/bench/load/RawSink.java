@@ -70,11 +70,13 @@ public final class RawSink implements AutoCloseable {
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
+            children.add(ctx.channel());
             connections.incrementAndGet();
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            children.remove(ctx.channel());
             connections.decrementAndGet();
         }
 
@@ -115,6 +117,17 @@ public final class RawSink implements AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             ctx.close();
         }
+    }
+
+    /** The connections accepted, for {@link #hold}. */
+    private final java.util.Set<Channel> children = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * Stops reading (true) or reads again (false): a destination that stalls, so that a gateway's queue fills
+     * whatever the gateway's core loop does (Drain's burst).
+     */
+    public void hold(boolean stop) {
+        for (Channel c : children) c.config().setAutoRead(!stop);
     }
 
     @Override

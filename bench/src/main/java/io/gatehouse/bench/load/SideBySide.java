@@ -59,6 +59,8 @@ import java.util.stream.Stream;
  */
 public final class SideBySide {
     static final String BASELINE = "raw-proxy";
+    /** The config that forces once per record: each of its runs is followed by the disk's fsync rate. */
+    static final String ALWAYS = "qiogate-always";
     static final List<String> ALL = List.of(BASELINE, "raw", "iogate", "qiogate-none", "qiogate-interval",
             "qiogate-always", "mq2", "mq4");
     /** Issue 17's paths: the relay that stores nothing, one durable queue, the demo's two queues. */
@@ -111,6 +113,7 @@ public final class SideBySide {
         warm.label = "jit-warmup";
         System.out.println(runOne(BASELINE, warm).line() + " (not counted)");
         Map<String, List<LoadGen.Result>> results = new LinkedHashMap<>();
+        Map<String, List<Double>> fsyncRates = new LinkedHashMap<>();
         for (int r = 1; r <= rounds; r++) {
             for (LoadGen.Mode mode : modes) {
                 for (String cfg : order) {
@@ -124,10 +127,40 @@ public final class SideBySide {
                     LoadGen.Result res = runOne(cfg, o);
                     System.out.println(res.line() + " round=" + r + " load=" + loadAverage().split(" ")[0]);
                     results.computeIfAbsent(o.label, k -> new ArrayList<>()).add(res);
+                    if (cfg.equals(ALWAYS)) fsyncRates.computeIfAbsent(o.label, k -> new ArrayList<>()).add(fsyncBaseline(o));
                 }
             }
         }
         summary(results, order, modes);
+        fsyncSummary(results, fsyncRates);
+    }
+
+    /**
+     * The disk's fsync rate right after the {@code always} run of the round, on the same file system (the temp
+     * directory the gateways' queues use), for as long as that run's window.
+     */
+    static double fsyncBaseline(LoadGen.Options o) throws IOException {
+        Path dir = Files.createTempDirectory("gatehouse-bench-fsync-");
+        try {
+            double rate = FsyncBaseline.forcesPerSecond(dir, o.size, o.warmup, o.duration);
+            System.out.printf(Locale.ROOT, "# fsync baseline (write %d B + force per record): %,.0f forces/s%n", o.size, rate);
+            return rate;
+        } finally {
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /** The {@code always} rows against the disk's fsync rate of the same rounds (the issue's goal: within 2×). */
+    static void fsyncSummary(Map<String, List<LoadGen.Result>> results, Map<String, List<Double>> fsyncRates) {
+        for (Map.Entry<String, List<Double>> e : fsyncRates.entrySet()) {
+            List<LoadGen.Result> rs = results.get(e.getKey());
+            double[] forces = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
+            double[] ratio = new double[forces.length];
+            for (int k = 0; k < forces.length; k++) ratio[k] = rs.get(k).msgsPerSec / forces[k];
+            System.out.printf(Locale.ROOT, "%s against the disk's fsync rate of the same rounds: %,.0f forces/s median"
+                            + " (%,.0f-%,.0f), ratio %.2f median (%.2f-%.2f)%n", e.getKey(), median(forces), min(forces),
+                    max(forces), median(ratio), min(ratio), max(ratio));
+        }
     }
 
     static String loadAverage() {
@@ -211,6 +244,16 @@ public final class SideBySide {
      * receive in a {@link Delivery} of this run.
      */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
+        return runOne(cfg, o, (x, d, sinks) -> LoadGen.run(x, d));
+    }
+
+    /** What a run does once the gateway (or proxy) and its sinks are up: {@link LoadGen#run} by default. */
+    public interface Body {
+        LoadGen.Result run(LoadGen.Options o, Delivery d, List<RawSink> sinks) throws Exception;
+    }
+
+    /** {@link #runOne(String, LoadGen.Options)} with another load than LoadGen's ({@link Drain}'s phases). */
+    public static LoadGen.Result runOne(String cfg, LoadGen.Options o, Body body) throws Exception {
         int sinks = cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
         Delivery delivery = new Delivery(o.prefix, o.connections, Delivery.spanFor(o.maxBacklog));
         List<RawSink> sinkList = new ArrayList<>();
@@ -226,14 +269,14 @@ public final class SideBySide {
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
                 Cost cost = new Cost(null, delivery);
-                return cost.of(LoadGen.run(x, delivery));
+                return cost.of(body.run(x, delivery, sinkList));
             }
             if (cfg.equals(BASELINE)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
                     Cost cost = new Cost(proxy.thread(), delivery);
-                    LoadGen.Result r = cost.of(LoadGen.run(x, delivery));
+                    LoadGen.Result r = cost.of(body.run(x, delivery, sinkList));
                     System.out.println("# raw-proxy " + proxy.stats());
                     return r;
                 }
@@ -249,7 +292,7 @@ public final class SideBySide {
                 }
                 x.port = input;
                 Cost cost = new Cost(coreThread(), delivery);
-                return cost.of(LoadGen.run(x, delivery));
+                return cost.of(body.run(x, delivery, sinkList));
             }
         } finally {
             for (RawSink s : sinkList) s.close();

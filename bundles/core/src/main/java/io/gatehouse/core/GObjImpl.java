@@ -593,9 +593,10 @@ final class GObjImpl implements GObj {
         }
         try {
             return t.action().run(behavior, event, kw, src);
-        } catch (RuntimeException | InternalError | StackOverflowError e) {
+        } catch (RuntimeException | InternalError | StackOverflowError | LinkageError e) {
             // InternalError: a fault in a mapped file (a disk filled under us). The action fails, the yuno goes on:
-            // an error escaping to the event loop would also cancel the periodic timers silently.
+            // an error escaping to the event loop would also cancel the periodic timers silently. LinkageError: a
+            // class that a revision running after its bundle stopped never loaded (its class loader is refreshed).
             Glog.error(this, "Action failed", "state", state, "event", event, "error", String.valueOf(e));
             if (YunoImpl.DEBUG_EXCEPTIONS) e.printStackTrace();
             Kw.release(kw);

@@ -33,7 +33,8 @@ import java.util.Set;
  *   <li>the events held while the gobj was suspended (the {@code Bundle.update} path) are delivered.</li>
  * </ol>
  *
- * A gobj that cannot be handed over (no state version, an unknown FSM state, an export or import that throws) has
+ * A gobj that cannot be handed over (no state version, an unknown FSM state, an export or import that throws, a
+ * class the old revision never loaded and its refreshed class loader no longer finds) has
  * its whole service rebuilt from its config node, as a hot swap did before: one log line says why, connections of
  * that service close and its queues send again what was in flight, nothing is lost.
  */
@@ -44,6 +45,8 @@ final class Handover {
     static final class Report {
         final List<String> gclasses = new ArrayList<>();
         int migrated;
+        /** Of those, the gobjs that were suspended, waiting for a revision (a stop; not a {@code Bundle.update()}). */
+        int resumed;
         /** Service name to the reason it was rebuilt. */
         final Map<String, String> rebuilt = new LinkedHashMap<>();
         long pauseMicros;
@@ -53,6 +56,7 @@ final class Handover {
             ArrayNode g = o.putArray("gclasses");
             gclasses.forEach(g::add);
             o.put("gobjs_migrated", migrated);
+            o.put("gobjs_resumed", resumed);
             ArrayNode r = o.putArray("rebuilt");
             rebuilt.forEach((service, why) -> r.addObject().put("service", service).put("reason", why));
             o.put("pause_ms", pauseMicros / 1000.0);
@@ -89,7 +93,7 @@ final class Handover {
             try {
                 states.put(g, g.exportFor(byName.get(g.gclassName())));
                 fromVersion.put(g, g.gclass().stateVersion());
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
                 fail(yuno, report, failed, g, String.valueOf(e.getMessage()));
             }
         }
@@ -102,13 +106,16 @@ final class Handover {
             try {
                 g.importState(state, fromVersion.get(g));
                 report.migrated++;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
                 releaseRefs(state);
                 fail(yuno, report, failed, g, "import failed: " + e.getMessage());
             }
         }
         for (GObjImpl g : moving) {
-            if (!failed.contains(g) && g.isSuspended()) g.resumeHeld();
+            if (!failed.contains(g) && g.isSuspended()) {
+                g.resumeHeld();
+                report.resumed++;
+            }
         }
         report.pauseMicros = (System.nanoTime() - t0) / 1000;
         return report;

@@ -163,6 +163,7 @@ class HandoverTest {
         GObj before = rt.call(this::counterGobj);
         ObjectNode report = rt.gclassArrived(V2);
         assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        assertEquals(0, report.get("gobjs_resumed").asInt(), "it ran until the handover: " + report);
         assertEquals(0, report.get("rebuilt").size());
         assertSame(before, rt.call(this::counterGobj), "the same gobj");
         assertEquals("v2", counter().tag);
@@ -209,7 +210,8 @@ class HandoverTest {
         send(3);
         assertEquals(List.of("v1 1"), Counter.LOG, "held, not handled");
         assertEquals(java.util.Set.of("C_COUNTER"), rt.suspendedGclasses());
-        rt.gclassArrived(V2);
+        ObjectNode report = rt.gclassArrived(V2);
+        assertEquals(1, report.get("gobjs_resumed").asInt(), report.toString());
         assertEquals(List.of("v1 1", "v1 export", "v2 import v1", "v2 2", "v2 3"), Counter.LOG);
         assertTrue(rt.suspendedGclasses().isEmpty());
     }

@@ -8,7 +8,6 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.support.Glog;
 import io.netty.bootstrap.Bootstrap;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
@@ -175,12 +174,6 @@ final class Reconnector {
         });
     }
 
-    /** The socket's read buffers: {@code rx_buffer_size} to start with, adapted by Netty between 64 B and 64 KiB. */
-    private AdaptiveRecvByteBufAllocator recvAllocator() {
-        int initial = (int) Math.max(64, Math.min(65536, gobj.readLong(Tcp.RX_BUFFER_SIZE)));
-        return new AdaptiveRecvByteBufAllocator(64, initial, 65536);
-    }
-
     /** Connects a new socket on the next loop of the yuno's io group; Tcp takes it at once. */
     private void open(SocketAddress addr) {
         String host = url.host;
@@ -193,7 +186,7 @@ final class Reconnector {
                 .channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, gobj.readLong(Tcp.TIMEOUT_CONNECT)))
-                .option(ChannelOption.RCVBUF_ALLOCATOR, recvAllocator())
+                .option(ChannelOption.RCVBUF_ALLOCATOR, Tcp.recvAllocator(gobj))
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel c) {

@@ -20,9 +20,12 @@ import io.gatehouse.support.InputThreshold;
 import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
+import io.netty.channel.MaxMessagesRecvByteBufAllocator;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
@@ -66,6 +69,11 @@ import java.util.concurrent.RejectedExecutionException;
 public final class Tcp implements GObjBehavior {
     public static final String GCLASS = GClassNames.C_TCP;
 
+    /** Netty's own default for a socket (what a client C_TCP read before a custom allocator dropped it to 1). */
+    static final long DEFAULT_RX_MAX_READS = 16;
+    /** The most {@code rx_max_reads} takes; more is taken as this. */
+    static final long MAX_RX_MAX_READS = 1024;
+
     // --- Attributes ---
 
     static final Attr<Boolean> CLISRV = Attr.bool("__clisrv__", false, AttrFlag.STATS, "Server side, bound by C_TCP_S");
@@ -88,6 +96,9 @@ public final class Tcp implements GObjBehavior {
             "Messages queued now (not yet handed to the socket)");
     static final Attr<Long> RX_BUFFER_SIZE = Attr.integer("rx_buffer_size", 4096, AttrFlag.PERSIST,
             "Initial bytes per read (Netty adapts between 64 and 64 KiB)");
+    static final Attr<Long> RX_MAX_READS = Attr.integer("rx_max_reads", DEFAULT_RX_MAX_READS, AttrFlag.WR,
+            "Socket reads per turn of the loop (up to 64 KiB each) before the other sockets and the tasks get it;"
+            + " a connection a C_TCP_S accepted takes the listener's");
     static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS = Attr.integer("timeout_between_connections", 2000,
             AttrFlag.RD, "Reconnect delay, ms");
     static final Attr<Long> TIMEOUT_BETWEEN_CONNECTIONS_MAX = Attr.integer("timeout_between_connections_max", 0,
@@ -170,7 +181,7 @@ public final class Tcp implements GObjBehavior {
     public static final GClassSpec<Tcp> SPEC = GClassSpec.builder(GCLASS, Tcp.class)
             .description("TCP transport (client or server side of one connection), TLS optional")
             .attrs(CLISRV, URL, USE_SSL, CRYPTO, CONNECTED, SECURE_CONNECTED, SCHEMA, NO_TX_READY_EVENT, MAX_TX_QUEUE,
-                    MAX_TX_BYTES, TX_OVERFLOW, CUR_TX_QUEUE, RX_BUFFER_SIZE, TIMEOUT_BETWEEN_CONNECTIONS,
+                    MAX_TX_BYTES, TX_OVERFLOW, CUR_TX_QUEUE, RX_BUFFER_SIZE, RX_MAX_READS, TIMEOUT_BETWEEN_CONNECTIONS,
                     TIMEOUT_BETWEEN_CONNECTIONS_MAX, TIMEOUT_INACTIVITY, TIMEOUT_CONNECT, INPUT_THRESHOLD_MSGS,
                     INPUT_THRESHOLD_BYTES, OUTPUT_THRESHOLD_MSGS, OUTPUT_THRESHOLD_BYTES, TX_BYTES, RX_BYTES, TX_MSGS,
                     RX_MSGS, PEERNAME, SOCKNAME, CONNXS)
@@ -310,6 +321,7 @@ public final class Tcp implements GObjBehavior {
         if (ch != null && (attr.equals(INPUT_THRESHOLD_MSGS.name()) || attr.equals(INPUT_THRESHOLD_BYTES.name()))) {
             updateAutoRead();
         }
+        if (ch != null && attr.equals(RX_MAX_READS.name())) applyMaxReads(ch);
     }
 
     @Override
@@ -410,6 +422,9 @@ public final class Tcp implements GObjBehavior {
             TcpHandler h = new TcpHandler(this, gobj.yuno());
             if (c.isActive()) h.connectionReported();
             c.pipeline().replace(HANDLER, HANDLER, h);
+            // an older revision may have read more (or less) per turn, or known no rx_max_reads at all
+            if (listener != null) gobj.setLong(RX_MAX_READS, listener.rxMaxReads());
+            applyMaxReads(c);
             if (listener == null && gobj.inState(St.ST_WAIT_CONNECTED)) connector.watchConnect(c);
         }
         long due = state.path("timer_due_ms").asLong(-1);
@@ -546,6 +561,40 @@ public final class Tcp implements GObjBehavior {
         return gobj;
     }
 
+    /**
+     * The read buffers of this gobj's sockets: {@code rx_buffer_size} to start with, adapted by Netty between 64 B and
+     * 64 KiB, and at most {@code rx_max_reads} reads per turn of the loop. A custom allocator reads once per turn
+     * unless told (Netty gives its own default, 16, only to the allocator a socket is made with).
+     */
+    static AdaptiveRecvByteBufAllocator recvAllocator(GObj g) {
+        int initial = (int) Math.max(64, Math.min(65536, g.readLong(RX_BUFFER_SIZE)));
+        AdaptiveRecvByteBufAllocator a = new AdaptiveRecvByteBufAllocator(64, initial, 65536);
+        a.maxMessagesPerRead(maxReads(g));
+        return a;
+    }
+
+    /** {@code rx_max_reads}, within 1..{@link #MAX_RX_MAX_READS}. */
+    static int maxReads(GObj g) {
+        return (int) Math.max(1, Math.min(MAX_RX_MAX_READS, g.readLong(RX_MAX_READS)));
+    }
+
+    /**
+     * Sets {@code rx_max_reads} on the socket's allocator: its read handle asks the allocator at each read, so this
+     * holds from the socket's next read on, whatever revision made the allocator.
+     */
+    void applyMaxReads(Channel c) {
+        RecvByteBufAllocator a = c.config().getRecvByteBufAllocator();
+        if (a instanceof MaxMessagesRecvByteBufAllocator) {
+            ((MaxMessagesRecvByteBufAllocator) a).maxMessagesPerRead(maxReads(gobj));
+        }
+    }
+
+    /** The listener's {@code rx_max_reads} for this server side: written here, and to its socket if it has one. */
+    void takeMaxReads(long reads) {
+        gobj.setLong(RX_MAX_READS, reads);
+        if (ch != null) applyMaxReads(ch);
+    }
+
     /** The socket, or null (tests check which loop serves it). */
     Channel channel() {
         return ch;
@@ -560,6 +609,9 @@ public final class Tcp implements GObjBehavior {
     void attach(Channel c) {
         gobj.changeState(St.ST_WAIT_CONNECTED);
         lastCause = "";
+        // The allocator before the first read: Netty makes a socket's read handle once, from the allocator it has then.
+        if (listener != null) gobj.setLong(RX_MAX_READS, listener.rxMaxReads());
+        c.config().setRecvByteBufAllocator(recvAllocator(gobj));
         // autoRead first: the handlers may report the connection (and the upper layer pause it) as they are added.
         if (c.eventLoop() == loop) {
             takeSocket(c, null);

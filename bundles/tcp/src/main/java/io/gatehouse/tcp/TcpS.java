@@ -67,6 +67,12 @@ import java.util.concurrent.RejectedExecutionException;
 public final class TcpS implements GObjBehavior {
     public static final String GCLASS = GClassNames.C_TCP_S;
 
+    /**
+     * Reads per turn of an accepted connection: 4 × 64 KiB, against the 16 of a client C_TCP (an output reading its
+     * destination's acks), so that producers flooding the core loop leave its outputs the turns they need.
+     */
+    static final long DEFAULT_RX_MAX_READS = 4;
+
     // --- Attributes ---
 
     static final Attr<String> URL = Attr.string("url", "", AttrFlag.PERSIST, "Listening url (tcp://host:port, tcps://...)");
@@ -85,6 +91,9 @@ public final class TcpS implements GObjBehavior {
             "Dynamic mode: a config node {gclass, kw, children} created per accepted connection");
     static final Attr<Long> MAX_CONNECTIONS = Attr.integer("max_connections", 1024, AttrFlag.WR,
             "Dynamic mode: most concurrent connections");
+    static final Attr<Long> RX_MAX_READS = Attr.integer("rx_max_reads", DEFAULT_RX_MAX_READS, AttrFlag.WR,
+            "Socket reads per turn of the loop (up to 64 KiB each) of every accepted connection, written to its C_TCP's"
+            + " rx_max_reads: the input's share of a loop turn against the outputs' acks");
     static final Attr<Long> CONNXS = Attr.integer("connxs", 0, AttrFlag.STATS, "Current connections");
     static final Attr<Long> TCONNXS = Attr.counter("tconnxs", 0, "Total connections accepted");
 
@@ -112,7 +121,7 @@ public final class TcpS implements GObjBehavior {
     public static final GClassSpec<TcpS> SPEC = GClassSpec.builder(GCLASS, TcpS.class)
             .description("TCP/TLS listener: binds accepted connections to C_CHANNEL siblings (or creates them)")
             .attrs(URL, BACKLOG, CRYPTO, USE_SSL, LHOST, LPORT, CHILD_TREE_FILTER, CLISRV_KW, CHANNEL_TEMPLATE,
-                    MAX_CONNECTIONS, CONNXS, TCONNXS)
+                    MAX_CONNECTIONS, RX_MAX_READS, CONNXS, TCONNXS)
             .fsm(FSM)
             .command("reload-certs", "Reload the TLS certificates from crypto", TcpS::cmdReloadCerts)
             .command("view-cert", "The certificate this listener serves: subject, issuer, serial, validity,"
@@ -313,6 +322,11 @@ public final class TcpS implements GObjBehavior {
 
     @Override
     public void onWriting(String attr) {
+        if (attr.equals(RX_MAX_READS.name())) {
+            long reads = rxMaxReads();
+            for (Tcp t : bound) t.takeMaxReads(reads);
+            for (Tcp t : dynamicTops.keySet()) t.takeMaxReads(reads);
+        }
         // Not listening, or listening in plain TCP: the next start reads crypto anyway. A crypto that cannot serve
         // is refused (the old one stays written and served), so a bad write is never persisted to fail the restart.
         if (attr.equals(CRYPTO.name()) && servingTls()) {
@@ -405,6 +419,11 @@ public final class TcpS implements GObjBehavior {
 
     GObj gobj() {
         return gobj;
+    }
+
+    /** {@code rx_max_reads}: what each accepted connection reads per turn of the loop. */
+    long rxMaxReads() {
+        return gobj.readLong(RX_MAX_READS);
     }
 
     /** The listening socket, or null (tests fire an accept error on it). */

@@ -54,8 +54,8 @@ import org.osgi.framework.BundleContext;
  * The Karaf distribution (runtime/karaf) as shipped, with the demo gateway's ports moved to free ones: its boot
  * features bring every Gatehouse bundle up and the demo flows (a producer speaking the queue protocol into the input
  * port, both sinks in the same container). In the middle of the flow, tcp and qiogate are upgraded live the two ways
- * a Karaf user does it: {@code bundle:update} (the same jar again, from its location: the gobjs wait suspended while
- * the framework replaces the bundle) and {@code gate:update BSN URL} (a jar of a higher version, run beside the old
+ * a Karaf user does it: {@code bundle:update} (the same jar again, from its location: the gobjs go on running the
+ * stopped revision while the framework replaces the bundle, none suspended) and {@code gate:update BSN URL} (a jar of a higher version, run beside the old
  * one and handed the gobjs). Nothing is lost or duplicated, no connection closes (the producer's, the sinks'), and no
  * service is rebuilt.
  */
@@ -163,7 +163,10 @@ public class KarafDemoIT {
             b.update();   // bundle:update: the same jar again, from its location (the distribution's system/)
             await(bsn + " ACTIVE again", 30_000, () -> b.getState() == Bundle.ACTIVE);
             await(bsn + "'s gobjs handed to the updated revision", 30_000, () -> upgradesReported() > before);
-            said.add(bsn + " bundle:update at " + producer.acked() + " acked: " + lastUpgrade());
+            String updated = lastUpgrade();
+            said.add(bsn + " bundle:update at " + producer.acked() + " acked: " + updated);
+            assertTrue(bsn + " bundle:update: the gobjs ran the stopped revision until the handover, none suspended: "
+                + updated, updated.matches(".*\"gobjs_resumed\"\\s*:\\s*0\\D.*"));
 
             String answer = shell("gate:update " + bsn + " " + Path.of(jars[i]).toUri());
             assertTrue("gate:update answered ok: " + answer, num(answer, "result") >= 0);

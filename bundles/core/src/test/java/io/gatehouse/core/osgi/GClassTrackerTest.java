@@ -50,6 +50,20 @@ class GClassTrackerTest {
         return id;
     }
 
+    /** A revision whose classes are all loaded: its gobjs may run it after its bundle stopped for an update. */
+    private long addLoaded(GClassSpec<?> spec, long bundleId, String version, boolean runsStopped) {
+        long id = nextServiceId++;
+        tracker.added(new GClassTracker.Revision(spec, bundleId, "io.gatehouse.tcp", Version.parseVersion(version), id,
+                () -> runsStopped));
+        tracker.drain();
+        return id;
+    }
+
+    private void remove(String name, long serviceId, GClassTracker.Going how) {
+        tracker.removed(name, serviceId, how);
+        tracker.drain();
+    }
+
     private void remove(String name, long serviceId, boolean bundleGoing) {
         tracker.removed(name, serviceId, bundleGoing);
         tracker.drain();
@@ -111,5 +125,128 @@ class GClassTrackerTest {
         assertEquals(List.of("gone C_QIOGATE"), told);
         add(spec("C_QIOGATE", "b"), 20, "1.0.0");
         assertEquals(List.of("gone C_QIOGATE", "arrived C_QIOGATE b"), told);
+    }
+
+    @Test
+    void shouldKeepTheStoppedRevisionServingWhileItsBundleIsUpdatedThenHandOverOnce() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        long s = addLoaded(spec("C_TCP_S", "v1"), 10, "1.0.0", true);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);     // Bundle.update(): the old revision stops...
+        remove("C_TCP_S", s, GClassTracker.Going.TRANSIENT);
+        assertTrue(told.isEmpty(), "nothing is gone: the gobjs go on running the stopped revision " + told);
+        assertEquals(List.of("C_TCP", "C_TCP_S"), tracker.runningStoppedNames());
+        assertEquals(10L, tracker.servingBundles().get("C_TCP"));
+        addLoaded(spec("C_TCP_S", "v2"), 10, "1.0.0", true);     // ...the new one starts, same bundle id and version
+        assertTrue(told.isEmpty(), "C_TCP is not back yet: nothing moves " + told);
+        addLoaded(spec("C_TCP", "v2"), 10, "1.0.0", true);
+        assertEquals(List.of("arrived C_TCP v2, C_TCP_S v2"), told, "one handover of the bundle's gclasses");
+        assertTrue(tracker.runningStoppedNames().isEmpty());
+        tracker.stopRunningStopped(10);
+        tracker.drain();                          // a late timer changes nothing
+        assertEquals(1, told.size());
+    }
+
+    @Test
+    void shouldSuspendAtOnceOnAPlainStopAsBefore() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        long s = addLoaded(spec("C_TCP_S", "v1"), 10, "1.0.0", true);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.STOPPED);       // Bundle.stop(), uninstall: recorded stopped
+        remove("C_TCP_S", s, GClassTracker.Going.STOPPED);
+        assertEquals(List.of("gone C_TCP, C_TCP_S"), told);
+        assertTrue(tracker.runningStoppedNames().isEmpty());
+    }
+
+    @Test
+    void shouldSuspendOnUpdateARevisionThatSaysItNeedsItsBundleOrIsNotLoaded() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", false);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        assertEquals(List.of("gone C_TCP"), told, "gatehouse.upgrade.runs.stopped=false, or classes not all loaded");
+    }
+
+    @Test
+    void shouldSuspendWhenNoNewRevisionComesWithinTheRunStoppedTime() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        long s = addLoaded(spec("C_TCP_S", "v1"), 10, "1.0.0", true);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        remove("C_TCP_S", s, GClassTracker.Going.TRANSIENT);
+        tracker.stopRunningStopped(10);
+        tracker.drain();                          // the run-stopped timer: the update failed
+        assertEquals(List.of("gone C_TCP, C_TCP_S"), told);
+        assertTrue(tracker.servingBundles().isEmpty());
+        addLoaded(spec("C_TCP", "v2"), 10, "1.0.0", true);      // started at last: the suspended gobjs move
+        addLoaded(spec("C_TCP_S", "v2"), 10, "1.0.0", true);
+        assertEquals(List.of("gone C_TCP, C_TCP_S", "arrived C_TCP v2, C_TCP_S v2"), told);
+    }
+
+    @Test
+    void shouldSuspendAtOnceWithRunStoppedZero() {
+        tracker.runStoppedMs(0);
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        assertEquals(List.of("gone C_TCP"), told);
+    }
+
+    @Test
+    void shouldRollBackToAStandbyRevisionRatherThanRunTheStoppedOne() {
+        addLoaded(spec("C_TCP", "v0"), 9, "0.9.0", true);
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        assertEquals(List.of("arrived C_TCP v0"), told, "a registered revision is there: it serves");
+        assertTrue(tracker.runningStoppedNames().isEmpty());
+    }
+
+    @Test
+    void shouldSuspendTheGclassWhoseServiceWentWhileItsBundleStaysEvenIfLoaded() {
+        long q = addLoaded(spec("C_QIOGATE", "a"), 20, "1.0.0", true);
+        told.clear();
+        remove("C_QIOGATE", q, GClassTracker.Going.STAYS);      // trqueue left: its queue factory is going
+        assertEquals(List.of("gone C_QIOGATE"), told);
+    }
+
+    @Test
+    void shouldSuspendAllOfABundlesGclassesWhenOneOfThemCannotRunStopped() {
+        long t = addLoaded(spec("C_TCP", "v1"), 10, "1.0.0", true);
+        long s = addLoaded(spec("C_TCP_S", "v1"), 10, "1.0.0", false);
+        told.clear();
+        remove("C_TCP", t, GClassTracker.Going.TRANSIENT);
+        remove("C_TCP_S", s, GClassTracker.Going.TRANSIENT);
+        assertEquals(List.of("gone C_TCP, C_TCP_S"), told, "they call each other: none runs the stopped revision");
+        assertTrue(tracker.runningStoppedNames().isEmpty());
+    }
+
+    /** A bundle in a state, with its persistent state started or not (a Proxy: Bundle and BundleStartLevel). */
+    private static org.osgi.framework.Bundle bundle(int state, boolean persistentlyStarted) {
+        org.osgi.framework.startlevel.BundleStartLevel sl = (org.osgi.framework.startlevel.BundleStartLevel)
+                java.lang.reflect.Proxy.newProxyInstance(GClassTrackerTest.class.getClassLoader(),
+                        new Class<?>[] {org.osgi.framework.startlevel.BundleStartLevel.class},
+                        (p, m, a) -> m.getName().equals("isPersistentlyStarted") ? persistentlyStarted : null);
+        return (org.osgi.framework.Bundle) java.lang.reflect.Proxy.newProxyInstance(
+                GClassTrackerTest.class.getClassLoader(), new Class<?>[] {org.osgi.framework.Bundle.class},
+                (p, m, a) -> {
+                    switch (m.getName()) {
+                        case "getState": return state;
+                        case "adapt": return a[0] == org.osgi.framework.startlevel.BundleStartLevel.class ? sl : null;
+                        default: return null;
+                    }
+                });
+    }
+
+    @Test
+    void shouldTellAnUpdateFromAStopByThePersistentState() {
+        assertEquals(GClassTracker.Going.TRANSIENT,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.STOPPING, true)), "Bundle.update(): stop(record=false)");
+        assertEquals(GClassTracker.Going.STOPPED,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.STOPPING, false)), "Bundle.stop(), uninstall");
+        assertEquals(GClassTracker.Going.STAYS,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.ACTIVE, true)), "only the service went");
+        assertEquals(GClassTracker.Going.STOPPED,
+                GClassTracker.going(bundle(org.osgi.framework.Bundle.UNINSTALLED, true)));
+        assertEquals(GClassTracker.Going.STOPPED, GClassTracker.going(null));
     }
 }
