@@ -339,8 +339,8 @@ final class MdTrq extends JsonScan {
         }
         while (true) {
             int ks = i;
-            int ke = string(ks);
-            if (ke < 0 || !canonicalString(ks, ke) || !newKey(base, ks, ke)) return -1;
+            int ke = canonicalEnd(ks);
+            if (ke < 0 || !newKey(base, ks, ke)) return -1;
             boolean md = top && equalsAt(ks, ke, MD_KEY);
             if (!md && metadataKey(ks, ke)) return -1;
             i = ws(ke);   // the colon
@@ -388,36 +388,43 @@ final class MdTrq extends JsonScan {
     }
 
     private int recString(int from) {
-        int to = string(from);
-        if (to < 0 || !canonicalString(from, to)) return -1;
-        return recCopy(from, to);
+        int to = canonicalEnd(from);
+        return to < 0 ? -1 : recCopy(from, to);
     }
 
     /**
-     * The string token in [from, to) (checked by the scan) is what Jackson writes for its text: escapes only
-     * {@code \" \\ \b \t \n \f \r} and {@code \\u00XX} (uppercase) for the other control characters, and no
-     * 4-byte UTF-8 sequence (Jackson writes those its own way).
+     * The index after the string token at {@code from}, which the scan checked (so it is read once more, not
+     * checked again), when it is what Jackson writes for its text: escapes only {@code \" \\ \b \t \n \f \r}
+     * and {@code \\u00XX} (uppercase) for the other control characters, and no 4-byte UTF-8 sequence (Jackson
+     * writes those its own way); -1 otherwise. A byte of a multi-byte UTF-8 sequence is never a quote or a
+     * backslash.
      */
-    private boolean canonicalString(int from, int to) {
-        for (int k = from + 1; k < to - 1; k++) {
+    private int canonicalEnd(int from) {
+        int k = from + 1;
+        while (true) {
             int c = a[k] & 0xff;
-            if (c >= 0xf0) return false;
-            if (c != '\\') continue;
-            byte e = a[++k];
+            if (c == '"') return k + 1;
+            if (c >= 0xf0) return -1;
+            if (c != '\\') {
+                k++;
+                continue;
+            }
+            byte e = a[k + 1];
             if (e == 'u') {
-                if (a[k + 1] != '0' || a[k + 2] != '0') return false;
-                byte h = a[k + 3];
-                byte l = a[k + 4];
-                if (h != '0' && h != '1') return false;
-                if (!((l >= '0' && l <= '9') || (l >= 'A' && l <= 'F'))) return false;
+                if (a[k + 2] != '0' || a[k + 3] != '0') return -1;
+                byte h = a[k + 4];
+                byte l = a[k + 5];
+                if (h != '0' && h != '1') return -1;
+                if (!((l >= '0' && l <= '9') || (l >= 'A' && l <= 'F'))) return -1;
                 int v = (h - '0') * 16 + (l <= '9' ? l - '0' : l - 'A' + 10);
-                if (v == 8 || v == 9 || v == 10 || v == 12 || v == 13) return false;   // written \b \t \n \f \r
-                k += 4;
+                if (v == 8 || v == 9 || v == 10 || v == 12 || v == 13) return -1;   // written \b \t \n \f \r
+                k += 6;
             } else if (e == '/') {
-                return false;
+                return -1;
+            } else {
+                k += 2;
             }
         }
-        return true;
     }
 
     private int pos;
