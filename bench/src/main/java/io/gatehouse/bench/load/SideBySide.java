@@ -55,7 +55,7 @@ import java.util.stream.Stream;
  * the end backlog and the end-to-end latency percentiles (producer send → destination receipt).
  *
  * <pre>SideBySide [--rounds 5] [--size 128] [--connections 4] [--max-backlog 20000] [--window 2000]
- *            [--warmup 2] [--duration 4] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]</pre>
+ *            [--warmup 2] [--duration 4] [--rate MSGS_PER_S, 0 = max] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]</pre>
  */
 public final class SideBySide {
     static final String BASELINE = "raw-proxy";
@@ -86,6 +86,7 @@ public final class SideBySide {
                 case "--max-backlog": base.maxBacklog = Integer.parseInt(args[i + 1]); break;
                 case "--warmup": base.warmup = Double.parseDouble(args[i + 1]); break;
                 case "--duration": base.duration = Double.parseDouble(args[i + 1]); break;
+                case "--rate": base.rate = Long.parseLong(args[i + 1]); break;   // msgs/s over all connections, 0 = max
                 case "--configs": configs = List.of(args[i + 1].split(",")); break;
                 case "--modes": case "--mode":
                     modes = Stream.of(args[i + 1].split(",")).map(LoadGen.Mode::parse).collect(Collectors.toList());

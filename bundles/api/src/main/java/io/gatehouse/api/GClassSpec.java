@@ -53,6 +53,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean manualStart;
     private final boolean playable;
     private final boolean confirmsDurability;
+    private final boolean takesJsonRecords;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -69,6 +70,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.manualStart = b.manualStart;
         this.playable = b.playable;
         this.confirmsDurability = b.confirmsDurability;
+        this.takesJsonRecords = b.takesJsonRecords;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -105,6 +107,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.manualStart = other.manualStart;
         this.playable = other.playable;
         this.confirmsDurability = other.confirmsDurability;
+        this.takesJsonRecords = other.takesJsonRecords;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -164,6 +167,14 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean confirmsDurability() { return confirmsDurability; }
 
     /**
+     * True when this gclass takes a message to store as its JSON record's bytes: a kw whose {@link Kw#GBUFFER} is
+     * the compact JSON to store, marked by {@link Kw#JSON_RECORD} (see {@link Builder#takesJsonRecords()}).
+     *
+     * @since 2.1
+     */
+    public boolean takesJsonRecords() { return takesJsonRecords; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -204,6 +215,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean manualStart;
         private boolean playable;
         private boolean confirmsDurability;
+        private boolean takesJsonRecords;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -271,6 +283,18 @@ public final class GClassSpec<B extends GObjBehavior> {
          * relay acks its producers on this event, whatever the output's gclass.
          */
         public Builder<B> confirmsDurability() { this.confirmsDurability = true; return this; }
+
+        /**
+         * This gclass stores a message sent to it as a JSON record ({@link Kw#JSON_RECORD}: the gbuffer holds the
+         * compact JSON of the dict to store, as Jackson writes it, with no {@code __x} metadata key and no
+         * reference) byte for byte as it would store that dict, without a tree. A sender that has the bytes
+         * (C_RELAY, from the producer's) may then hand them instead of a dict; to any other gclass it sends the
+         * dict. Every C_QIOGATE revision stores such a kw alike (it parses a gbuffer), which keeps live upgrades
+         * of either side working in any order.
+         *
+         * @since 2.1
+         */
+        public Builder<B> takesJsonRecords() { this.takesJsonRecords = true; return this; }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

@@ -72,6 +72,17 @@ public final class Kw {
     public static final String DURABLE = "__durable__";
 
     /**
+     * On a message sent to a gclass that {@link GClassSpec#takesJsonRecords() takes JSON records}: true when the
+     * kw's {@link #GBUFFER} is the record to store, the compact JSON of an object exactly as Jackson writes its
+     * dict (no whitespace; strings escaped as Jackson escapes them, no 4-byte UTF-8; integers only; no key twice),
+     * with no {@code __x} metadata key at any depth (so no {@link #MD_TRQ}) and no reference. The rest of the kw
+     * ({@link #DURABLE}) is as for a dict. A receiver that ignores the mark parses the gbuffer, and stores the same.
+     *
+     * @since 2.1
+     */
+    public static final String JSON_RECORD = "__json_record__";
+
+    /**
      * On the EV_RX_DATA (or message) that crossed a seeds/001 input threshold: true. Reading has stopped until the
      * consumer credits back with EV_RESUME_INPUT.
      */

@@ -10,9 +10,13 @@
  * {@code GObjBehavior.msgs()}, added in 1.2.0, is gone again (rate windows read the gclass's counter attributes).
  * Removing types and methods is a major change: importers get the range {@code [2.0,3)} from bnd when they are
  * rebuilt, and a bundle built against 1.x does not resolve against this api.
+ *
+ * <p>2.1.0 (minor): {@code GClassSpec.takesJsonRecords()} and {@code Kw.JSON_RECORD}, added: a durable output
+ * declares that it stores a message handed as its record's bytes (the producer's, from C_RELAY) as it stores the
+ * dict; a bundle built against 2.0 still resolves, one built against 2.1 imports {@code [2.1,3)}.
  */
 @Export
-@Version("2.0.0")
+@Version("2.1.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -38,6 +38,10 @@ import java.util.Locale;
  * (every child persists its own copy). A message whose key is missing, not a string or empty goes to the first
  * child; that is said once until a message has its key again.
  *
+ * <p>C_MQIOGATE {@link GClassSpec#takesJsonRecords() takes JSON records} as its children do: a message handed as
+ * its record's bytes ({@link Kw#JSON_RECORD}, from C_RELAY) is routed by a scan of the bytes for its key
+ * ({@link RecordKey}, the same value as the dict's) and passed on as it came.
+ *
  * <p>Durability: C_MQIOGATE {@link GClassSpec#confirmsDurability() confirms durability} for its children. A
  * routed message goes to its child with the sender's {@link Kw#DURABLE} dict and the sender as source, so the
  * child answers {@link Ev#EV_ON_DURABLE} to the sender itself. With {@code broadcast} every copy carries a join:
@@ -108,6 +112,7 @@ public final class MqIoGate implements GObjBehavior {
                     Param.string("key", null, "The key value (a string)"))
             .traceLevel(TRACE_MESSAGES, "Trace which child each message is routed to, or how many a broadcast reached")
             .confirmsDurability()
+            .takesJsonRecords()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .stateVersion(STATE_VERSION)
             .factory(MqIoGate::new)
@@ -133,6 +138,8 @@ public final class MqIoGate implements GObjBehavior {
     private final Streak badKey = new Streak();
     private final Streak noDestination = new Streak();
     private final Streak copyRefused = new Streak();
+    /** Reads the routing key of a message handed as its record's bytes. */
+    private final RecordKey recordKey = new RecordKey();
 
     MqIoGate(GObj gobj) {
         this.gobj = gobj;
@@ -328,7 +335,10 @@ public final class MqIoGate implements GObjBehavior {
 
     /** The child of a message with {@code lastdigits} or {@code consistent}: the first one when the key is unusable. */
     private Route route(JsonNode kw, List<GObj> dst) {
-        JsonNode v = Kw.get(kw, gobj.read(KEY));
+        ByteBuf record = kw instanceof ObjectNode && kw.path(Kw.JSON_RECORD).asBoolean(false)
+                ? Kw.gbuffer((ObjectNode) kw) : null;
+        // a record's bytes (Kw.JSON_RECORD): the key read by a scan, no tree
+        JsonNode v = record != null ? recordKey.get(record, gobj.read(KEY)) : Kw.get(kw, gobj.read(KEY));
         if (method() == Method.CONSISTENT) {
             String key = KeyRouting.consistentKey(v);
             if (key == null) return new Route(0, "key missing, empty or not a string/integer");

@@ -187,6 +187,7 @@ public final class QIoGate implements GObjBehavior {
             .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: every ack and nack, and every resend")
             .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
             .confirmsDurability()
+            .takesJsonRecords()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .stateVersion(STATE_VERSION)
             .factory(g -> new QIoGate(g, null))
@@ -509,13 +510,23 @@ public final class QIoGate implements GObjBehavior {
     /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
     private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
         JsonNode durable = kw.remove(Kw.DURABLE);
-        ObjectNode msg = messageOf(kw);
-        if (msg == null || (trq == null && openQueue() < 0)) {
+        ByteBuf record = kw.path(Kw.JSON_RECORD).asBoolean(false) ? Kw.gbuffer(kw) : null;
+        ObjectNode msg = record != null ? null : messageOf(kw);
+        if ((record == null && msg == null) || (trq == null && openQueue() < 0)) {
+            Kw.release(kw);
             gobj.inc(ENQUEUE_ERRORS);
             return -1;
         }
         long epochMs = gobj.yuno().clock().epochMillis();
-        QueueMessage m = trq.append(tInMs ? epochMs : epochMs / 1000, msg, 0);
+        long t = tInMs ? epochMs : epochMs / 1000;
+        QueueMessage m;
+        if (record != null) {
+            // The record's bytes, in the form append writes for the dict (Kw.JSON_RECORD): stored as they are.
+            m = appendRecord(t, record);
+            Kw.release(kw);
+        } else {
+            m = trq.append(t, msg, 0);
+        }
         if (m == null) {
             // Disk full, message too large, I/O error: the sender is told (-1) and never gets EV_ON_DURABLE, so an
             // upstream producer is not acked and sends again. A full disk refuses thousands of messages a second,
@@ -883,6 +894,15 @@ public final class QIoGate implements GObjBehavior {
 
     private long timeoutAckMs() {
         return gobj.readLong(TIMEOUT_ACK) * 1000L;
+    }
+
+    /** Appends a {@link Kw#JSON_RECORD} gbuffer (not consumed): its bytes are the record. */
+    private QueueMessage appendRecord(long t, ByteBuf b) {
+        int len = b.readableBytes();
+        if (b.hasArray()) return trq.appendJson(t, b.array(), b.arrayOffset() + b.readerIndex(), len, 0);
+        byte[] bytes = new byte[len];
+        b.getBytes(b.readerIndex(), bytes);
+        return trq.appendJson(t, bytes, 0, len, 0);
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */

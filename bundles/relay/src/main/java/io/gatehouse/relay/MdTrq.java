@@ -244,6 +244,189 @@ final class MdTrq extends JsonScan {
         return (ObjectNode) node();
     }
 
+    /** After {@link #FOUND}: the metadata as a dict, built from the checked bytes as {@link #tree} builds it. */
+    ObjectNode mdTree() {
+        pos = mdFrom;
+        return (ObjectNode) node();
+    }
+
+    // --- The record: the message's bytes as a queue stores its dict ---
+
+    /** Keys held for the duplicate check of the objects being walked; deeper or wider messages are not vouched for. */
+    private static final int MAX_RECORD_KEYS = 256;
+    /** Keys of one object that the duplicate check compares pairwise; an object with more is not vouched for. */
+    private static final int MAX_OBJECT_KEYS = 64;
+    private byte[] rec = new byte[512];
+    private int ro;
+    private final int[] recKeyFrom = new int[MAX_RECORD_KEYS];
+    private final int[] recKeyTo = new int[MAX_RECORD_KEYS];
+    private int recKeys;
+
+    /**
+     * After {@link #FOUND} or {@link #NONE}: the record a queue stores for the message's dict (the tree without its
+     * top-level {@code __md_trq__}, written compact by Jackson), taken from the bytes: whitespace outside strings
+     * left out, every top-level {@code __md_trq__} member cut out, everything else copied. Null when the bytes are
+     * not already in the form Jackson writes, so that a copy would differ from what it writes for the dict: a
+     * string with an escape Jackson does not write ({@code \/}, {@code \\u0041} written as a letter, lowercase hex) or a 4-byte UTF-8
+     * character, a number with a fraction or an exponent or {@code -0}, a key given twice in an object, an
+     * {@code __x} metadata key (a queue may strip it) other than the top-level {@code __md_trq__}, more keys than
+     * this check holds. A null answer sends the message the old way (its dict).
+     */
+    byte[] record() {
+        if (rec.length < n) rec = new byte[Math.max(n, rec.length * 2)];
+        ro = 0;
+        recKeys = 0;
+        int i = recValue(ws(0), true);
+        if (i < 0) return null;
+        byte[] out = java.util.Arrays.copyOf(rec, ro);
+        if (rec.length > KEEP) rec = new byte[512];
+        return out;
+    }
+
+    /** Copies the value at {@code i} in Jackson's form; the index after it, or -1 when it is not in that form. */
+    private int recValue(int i, boolean top) {
+        byte c = a[i];
+        switch (c) {
+            case '{': return recObject(i, top);
+            case '[': {
+                rec[ro++] = '[';
+                i = ws(i + 1);
+                if (a[i] == ']') {
+                    rec[ro++] = ']';
+                    return i + 1;
+                }
+                while (true) {
+                    i = recValue(i, false);
+                    if (i < 0) return -1;
+                    i = ws(i);
+                    if (a[i] == ']') {
+                        rec[ro++] = ']';
+                        return i + 1;
+                    }
+                    rec[ro++] = ',';
+                    i = ws(i + 1);
+                }
+            }
+            case '"': return recString(i);
+            case 't': case 'n': return recCopy(i, i + 4);
+            case 'f': return recCopy(i, i + 5);
+            default: {
+                int k = i;
+                while (k < n && (isDigit(a[k]) || a[k] == '-' || a[k] == '+' || a[k] == '.' || a[k] == 'e' || a[k] == 'E')) {
+                    if (a[k] == '.' || a[k] == 'e' || a[k] == 'E') return -1;   // a double: Jackson writes it its way
+                    k++;
+                }
+                if (k - i == 2 && a[i] == '-' && a[i + 1] == '0') return -1;   // -0 is written 0
+                return recCopy(i, k);
+            }
+        }
+    }
+
+    private int recCopy(int from, int to) {
+        System.arraycopy(a, from, rec, ro, to - from);
+        ro += to - from;
+        return to;
+    }
+
+    private int recObject(int i, boolean top) {
+        rec[ro++] = '{';
+        int base = recKeys;
+        boolean firstOut = true;
+        i = ws(i + 1);
+        if (a[i] == '}') {
+            rec[ro++] = '}';
+            return i + 1;
+        }
+        while (true) {
+            int ks = i;
+            int ke = canonicalEnd(ks);
+            if (ke < 0 || !newKey(base, ks, ke)) return -1;
+            boolean md = top && equalsAt(ks, ke, MD_KEY);
+            if (!md && metadataKey(ks, ke)) return -1;
+            i = ws(ke);   // the colon
+            i = ws(i + 1);
+            if (md) {
+                i = value(i, 1);   // cut out: the queue never stores it
+                if (i < 0) return -1;
+            } else {
+                if (!firstOut) rec[ro++] = ',';
+                firstOut = false;
+                recCopy(ks, ke);
+                rec[ro++] = ':';
+                i = recValue(i, false);
+                if (i < 0) return -1;
+            }
+            i = ws(i);
+            if (a[i] == '}') {
+                rec[ro++] = '}';
+                recKeys = base;
+                return i + 1;
+            }
+            i = ws(i + 1);   // after the comma
+        }
+    }
+
+    /** Keeps the key for the duplicate check of its object ({@code [base, recKeys)}); false when it is there already. */
+    private boolean newKey(int base, int from, int to) {
+        if (recKeys == MAX_RECORD_KEYS || recKeys - base == MAX_OBJECT_KEYS) return false;
+        int len = to - from;
+        for (int k = base; k < recKeys; k++) {
+            if (recKeyTo[k] - recKeyFrom[k] == len && a[recKeyFrom[k] + 1] == a[from + 1]
+                    && java.util.Arrays.equals(a, recKeyFrom[k], recKeyTo[k], a, from, to)) {
+                return false;
+            }
+        }
+        recKeyFrom[recKeys] = from;
+        recKeyTo[recKeys] = to;
+        recKeys++;
+        return true;
+    }
+
+    /** Yuneta's metadata keys ({@code Kw.isMetadataKey}): {@code __x...}, not {@code ___x...}; spelt canonically. */
+    private boolean metadataKey(int from, int to) {
+        return to - from > 4 && a[from + 1] == '_' && a[from + 2] == '_' && a[from + 3] != '_';
+    }
+
+    private int recString(int from) {
+        int to = canonicalEnd(from);
+        return to < 0 ? -1 : recCopy(from, to);
+    }
+
+    /**
+     * The index after the string token at {@code from}, which the scan checked (so it is read once more, not
+     * checked again), when it is what Jackson writes for its text: escapes only {@code \" \\ \b \t \n \f \r}
+     * and {@code \\u00XX} (uppercase) for the other control characters, and no 4-byte UTF-8 sequence (Jackson
+     * writes those its own way); -1 otherwise. A byte of a multi-byte UTF-8 sequence is never a quote or a
+     * backslash.
+     */
+    private int canonicalEnd(int from) {
+        int k = from + 1;
+        while (true) {
+            int c = a[k] & 0xff;
+            if (c == '"') return k + 1;
+            if (c >= 0xf0) return -1;
+            if (c != '\\') {
+                k++;
+                continue;
+            }
+            byte e = a[k + 1];
+            if (e == 'u') {
+                if (a[k + 2] != '0' || a[k + 3] != '0') return -1;
+                byte h = a[k + 4];
+                byte l = a[k + 5];
+                if (h != '0' && h != '1') return -1;
+                if (!((l >= '0' && l <= '9') || (l >= 'A' && l <= 'F'))) return -1;
+                int v = (h - '0') * 16 + (l <= '9' ? l - '0' : l - 'A' + 10);
+                if (v == 8 || v == 9 || v == 10 || v == 12 || v == 13) return -1;   // written \b \t \n \f \r
+                k += 6;
+            } else if (e == '/') {
+                return -1;
+            } else {
+                k += 2;
+            }
+        }
+    }
+
     private int pos;
 
     private JsonNode node() {

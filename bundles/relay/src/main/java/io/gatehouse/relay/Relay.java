@@ -20,6 +20,7 @@ import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputGates;
 import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -112,6 +113,13 @@ public final class Relay implements GObjBehavior {
      * again. A dict without it (made by a revision before it) is answered from {@link #DURABLE_MD}, as before.
      */
     private static final String DURABLE_ACK = "ack";
+
+    /**
+     * The metadata of a message handed to its output as a record whose ack's bytes are kept ({@link #DURABLE_ACK}):
+     * the durability dict then has no {@link #DURABLE_MD} (a revision since the ack's bytes answers from them),
+     * and the dict is not built. A mark, never sent.
+     */
+    private static final ObjectNode MD_IN_ACK = Kw.create();
 
     /** The result of a nack for a refused message: negative, so the sender retries (Yuneta's queue protocol). */
     static final int REFUSED_RESULT = -1;
@@ -266,17 +274,33 @@ public final class Relay implements GObjBehavior {
     }
 
     /**
-     * The output stores the message: it goes as a dict, and the ack waits for EV_ON_DURABLE. The dict is built by
-     * the scan from the bytes it checked ({@link MdTrq#tree}); what it cannot vouch for is parsed by Jackson.
+     * The output stores the message, and the ack waits for EV_ON_DURABLE. An output that
+     * {@link GClassSpec#takesJsonRecords() takes JSON records} gets the producer's bytes as the record
+     * ({@link MdTrq#record}: {@code __md_trq__} cut out, whitespace left out; a {@link Kw#JSON_RECORD} gbuffer) when
+     * they are in the form it would store; any other message, and any other output, gets the dict, built by the
+     * scan from the bytes it checked ({@link MdTrq#tree}); what the scan cannot vouch for is parsed by Jackson.
      */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
         byte[] ackStart = null;
+        JsonNode upstreamMd;
         try {
             int found = buf == null ? MdTrq.UNSURE : scan.scan(buf);
-            msg = buf == null ? Kw.withoutRefs(kw) : found == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
+            byte[] record = found != MdTrq.UNSURE && out.gclass().takesJsonRecords() ? scan.record() : null;
             if (found == MdTrq.FOUND && scan.simple()) ackStart = scan.ackStart();
+            if (record != null) {
+                // The producer's bytes are the record the output would store for the dict: they go as they are.
+                msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
+                msg.put(Kw.JSON_RECORD, true);
+                // The md's dict only where the ack's bytes are not kept (or for a trace): the ack needs no more.
+                upstreamMd = found != MdTrq.FOUND ? null
+                        : ackStart == null || gobj.isTraced(TRACE_MESSAGES) ? scan.mdTree() : MD_IN_ACK;
+            } else {
+                msg = buf == null ? Kw.withoutRefs(kw) : found == MdTrq.UNSURE ? Kw.parse(buf) : scan.tree();
+                msg.remove(Kw.TEMP);
+                upstreamMd = msg.remove(Kw.MD_TRQ);
+            }
         } catch (IOException e) {
             gobj.inc(BAD_JSON);
             if (notJson.hit()) {
@@ -288,11 +312,9 @@ public final class Relay implements GObjBehavior {
             if (buf != null) buf.release();
         }
         if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
-        msg.remove(Kw.TEMP);
-        JsonNode upstreamMd = msg.remove(Kw.MD_TRQ);
         if (upstreamMd != null && upstreamMd.isObject()) {
             ObjectNode durable = msg.putObject(Kw.DURABLE);
-            durable.set(DURABLE_MD, upstreamMd);
+            if (upstreamMd != MD_IN_ACK) durable.set(DURABLE_MD, upstreamMd);
             if (ackStart != null) durable.set(DURABLE_ACK, BinaryNode.valueOf(ackStart));
             if (temp != null) durable.set(Kw.TEMP, temp);
             if (src != null) Kw.putRef(durable, DURABLE_GATE, src);

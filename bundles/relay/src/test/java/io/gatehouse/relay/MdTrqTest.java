@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -120,6 +121,137 @@ class MdTrqTest {
         }
         assertEquals(jackson, mine, () -> new String(msg, StandardCharsets.UTF_8));
         assertEquals(classes(jackson), classes(mine), () -> new String(msg, StandardCharsets.UTF_8));
+        sameRecord(msg);
+    }
+
+    /**
+     * When the scan gives the record ({@link MdTrq#record}), it is byte for byte what C_QIOGATE stores for the dict
+     * the relay built before (the tree without {@code __temp__} and {@code __md_trq__}, with_metadata false or true,
+     * written compact by Jackson, which RecordJsonEncodeTest shows is trqueue's record), an older gate parsing it
+     * gets that dict, and the metadata dict kept for the ack is the tree's. True when it gave one.
+     */
+    private boolean sameRecord(byte[] msg) {
+        int found = scan.scan(Unpooled.wrappedBuffer(msg));
+        if (found == MdTrq.UNSURE) return false;
+        byte[] rec = scan.record();
+        if (rec == null) return false;
+        String text = new String(msg, StandardCharsets.UTF_8);
+        try {
+            ObjectNode dict = Kw.parse(Unpooled.wrappedBuffer(msg));
+            JsonNode md = dict.remove(Kw.MD_TRQ);
+            dict.remove(Kw.TEMP);
+            assertArrayEquals(Kw.MAPPER.writeValueAsBytes(Kw.withoutMetadata(dict)), rec, text);
+            assertArrayEquals(Kw.MAPPER.writeValueAsBytes(dict), rec, text);
+            assertEquals(dict, Kw.parse(Unpooled.wrappedBuffer(rec)), text);
+            if (found == MdTrq.FOUND) {
+                assertEquals(md, scan.mdTree(), text);
+                assertEquals(classes(md), classes(scan.mdTree()), text);
+            } else {
+                assertTrue(md == null || !md.isObject(), text);
+            }
+        } catch (IOException e) {
+            throw new AssertionError(text, e);
+        }
+        return true;
+    }
+
+    /** The record of a message the scan vouches for, or null ({@link MdTrq#record}). */
+    private String record(String msg) {
+        if (scan.scan(Unpooled.copiedBuffer(msg, StandardCharsets.UTF_8)) == MdTrq.UNSURE) return "UNSURE";
+        byte[] rec = scan.record();
+        return rec == null ? null : new String(rec, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void givesTheProducersBytesAsTheRecordWhenTheyAreWhatJacksonWrites() {
+        assertEquals("{\"id\":\"m1\",\"n\":5}",
+                record("{\"id\":\"m1\",\"__md_trq__\":{\"__msg_rowid__\":5,\"__msg_t__\":1},\"n\":5}"));
+        assertEquals("{\"id\":\"m1\"}", record(" {\"__md_trq__\" : {\"a\":1} ,\r\n \"id\" : \"m1\" } "));
+        assertEquals("{}", record("{\"__md_trq__\":{\"a\":1}}"));
+        assertEquals("{}", record("{ }"));
+        assertEquals("{\"x\":\"__md_trq__\"}", record("{\"x\":\"__md_trq__\",\"__md_trq__\":7}"));
+        assertEquals("{\"a\":[1,{\"b\":[]},{},\"q\\\"\\\\\\b\\t\\n\\f\\r\\u0001\\u001F\"],\"___x\":null,\"__\":true}",
+                record("{\"a\": [1, {\"b\": [ ]}, { }, \"q\\\"\\\\\\b\\t\\n\\f\\r\\u0001\\u001F\"], \"___x\": null, \"__\": true}"));
+        assertEquals("{\"u\":\"\u00e9t\u00e9 \u20ac\u007f\",\"big\":-123456789012345678901234567890}",
+                record("{\"u\":\"\u00e9t\u00e9 \u20ac\u007f\",\"big\":-123456789012345678901234567890}"));
+        // not what Jackson writes for the dict: the old way (the dict)
+        String[] old = {
+            "{\"s\":\"a\\/b\"}", "{\"s\":\"\\u0041\"}", "{\"s\":\"\\u001f\"}", "{\"s\":\"\\u000A\"}",
+            "{\"s\":\"\\u00e9\"}", "{\"s\":\"\uD83D\uDE00\"}", "{\"f\":1.5}", "{\"f\":1e3}", "{\"z\":-0}",
+            "{\"k\":1,\"k\":2}", "{\"o\":{\"k\":1,\"k\":2}}", "{\"__md_trq__\":{\"a\":1},\"__md_trq__\":{\"a\":2}}",
+            "{\"__temp__\":{}}", "{\"__x\":1}", "{\"o\":{\"__md_trq__\":{}}}", "{\"a\":[{\"__y\":1}]}",
+            "{\"o\":{\"\\u0069d\":1}}",
+        };
+        for (String c : old) {
+            assertNull(record(c), c);
+            same(c);
+        }
+        StringBuilder wide = new StringBuilder("{");
+        for (int i = 0; i < 65; i++) wide.append(i == 0 ? "" : ",").append("\"k").append(i).append("\":").append(i);
+        assertNull(record(wide.append('}').toString()), "more keys than the duplicate check holds");
+        StringBuilder ok = new StringBuilder("{");
+        for (int i = 0; i < 64; i++) ok.append(i == 0 ? "" : ",").append("\"k").append(i).append("\":").append(i);
+        assertEquals(ok.append('}').toString(), record(ok.toString()));
+    }
+
+    /**
+     * Random messages in and out of Jackson's form (whitespace, escapes of every kind, numbers, UTF-8 of every
+     * length, keys twice, metadata keys, nesting), and the same with bytes cut, changed or doubled: every record the
+     * scan gives is the old path's, byte for byte, and many messages get one.
+     */
+    @Test
+    void givesTheOldPathsRecordOnRandomAndBrokenMessages() {
+        Random rnd = new Random(23);
+        String[] atoms = {"1", "-3", "0", "-0", "2.5", "1e9", "true", "false", "null", "\"s\"", "\"a b\"",
+            "\"\\n\\t\\\"\\\\\"", "\"\\/\"", "\"\\u0041\"", "\"\\u001F\\u0000\"", "\"\\u001f\"",
+            "\"\u00e9\u20ac\"", "\"\uD83D\uDE00\"", "[]", "{}", "[1,\"x\",[{}]]", "4294967296", "-2147483649",
+            "99999999999999999999", "-99999999999999999999999"};
+        String[] keys = {"id", "pad", "__md_trq__", "result", "__x", "___y", "__", "k", "\u00e9", "a\\\"b"};
+        String[] ws = {"", "", "", " ", "\n", " \t\r\n "};
+        int records = 0;
+        for (int c = 0; c < 4000; c++) {
+            String m = randomObject(rnd, atoms, keys, ws, 0);
+            byte[] msg = m.getBytes(StandardCharsets.UTF_8);
+            same(msg);
+            if (sameRecord(msg)) records++;
+            byte[] broken = msg.clone();
+            int at = rnd.nextInt(broken.length);
+            switch (rnd.nextInt(4)) {
+                case 0: broken = java.util.Arrays.copyOf(broken, at); break;
+                case 1: broken[at] = (byte) NOISE.charAt(rnd.nextInt(NOISE.length())); break;
+                case 2: broken[at] = (byte) rnd.nextInt(256); break;
+                default:
+                    byte[] d = new byte[broken.length + 1];
+                    System.arraycopy(broken, 0, d, 0, at + 1);
+                    System.arraycopy(broken, at, d, at + 1, broken.length - at);
+                    broken = d;
+            }
+            same(broken);
+        }
+        assertTrue(records > 800, "records given: " + records);
+    }
+
+    private static String randomObject(Random rnd, String[] atoms, String[] keys, String[] ws, int depth) {
+        StringBuilder b = new StringBuilder("{").append(ws[rnd.nextInt(ws.length)]);
+        int fields = rnd.nextInt(5);
+        for (int f = 0; f < fields; f++) {
+            if (f > 0) b.append(ws[rnd.nextInt(ws.length)]).append(',').append(ws[rnd.nextInt(ws.length)]);
+            String k = depth == 0 && rnd.nextInt(3) == 0 ? "__md_trq__" : keys[rnd.nextInt(keys.length)];
+            if (rnd.nextInt(3) > 0 && !k.equals("__md_trq__")) k = k + f;   // mostly distinct
+            b.append('"').append(k).append('"').append(ws[rnd.nextInt(ws.length)]).append(':')
+                    .append(ws[rnd.nextInt(ws.length)]);
+            if (k.equals("__md_trq__")) {
+                b.append("{\"__msg_rowid__\":").append(rnd.nextInt(1000)).append('}');
+            } else if (depth < 3 && rnd.nextInt(5) == 0) {
+                b.append(randomObject(rnd, atoms, keys, ws, depth + 1));
+            } else if (depth < 3 && rnd.nextInt(8) == 0) {
+                b.append('[').append(randomObject(rnd, atoms, keys, ws, depth + 1)).append(',')
+                        .append(atoms[rnd.nextInt(atoms.length)]).append(']');
+            } else {
+                b.append(atoms[rnd.nextInt(atoms.length)]);
+            }
+        }
+        return b.append(ws[rnd.nextInt(ws.length)]).append('}').toString();
     }
 
     private static String classes(JsonNode n) {

@@ -110,6 +110,17 @@ class RelayTest {
                     .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
                     .factory(FakeDurableOutput::new).build();
 
+    /** The same output, declaring that it takes a message as its record's bytes (a queue does). */
+    static final GClassSpec<FakeDurableOutput> RECORD_OUTPUT =
+            GClassSpec.builder("C_SOME_RECORD_OUTPUT", FakeDurableOutput.class)
+                    .description("an output that stores JSON records and confirms durability")
+                    .fsm(Fsm.<FakeDurableOutput>builder().state(St.ST_IDLE)
+                            .on(Ev.EV_SEND_MESSAGE, FakeDurableOutput::acSend).build())
+                    .confirmsDurability()
+                    .takesJsonRecords()
+                    .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                    .factory(FakeDurableOutput::new).build();
+
     /** How long a gclass that left may take to come back before its services go down (the test's upgrade grace). */
     private static final long GRACE_MS = 100;
 
@@ -131,7 +142,7 @@ class RelayTest {
     }
 
     private void start(String outputGclass) {
-        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT)
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT, RECORD_OUTPUT)
                 .config("{\"services\": ["
                         + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"out\", \"gclass\": \"" + outputGclass + "\"},"
@@ -237,6 +248,71 @@ class RelayTest {
         List<ObjectNode> acks = rt.call(() -> input().sent);
         assertEquals("{\"__md_trq__\":{\"__msg_rowid__\":3,\"s\":\"aA\",\"result\":0}}",
                 acks.get(0).get("payload").asText());
+    }
+
+    /** What an output got, as text: the record's bytes (marked) or the dict; and the durability dict's data. */
+    private static String got(ObjectNode kw, ObjectNode durable) {
+        ByteBuf b = Kw.gbuffer(kw);
+        String msg = b == null ? Kw.toJson(Kw.withoutRefs(kw))
+                : (kw.path(Kw.JSON_RECORD).asBoolean() ? "record " : "bytes ") + b.toString(StandardCharsets.UTF_8);
+        return msg + " durable=" + (durable == null ? null : Kw.toJson(Kw.withoutRefs(durable)));
+    }
+
+    private List<String> outputGot() {
+        return rt.call(() -> {
+            List<String> out = new ArrayList<>();
+            FakeDurableOutput o = output();
+            for (int i = 0; i < o.stored.size(); i++) {
+                out.add(got(o.stored.get(i), i < o.pendingDurable.size() ? o.pendingDurable.get(i) : null));
+            }
+            return out;
+        });
+    }
+
+    @Test
+    void shouldHandAnOutputThatTakesRecordsTheProducersBytesWithTheSameDurabilityDictAndAck() throws IOException {
+        String[] msgs = {
+            "{\"id\": \"msg-1\", \"__md_trq__\": {\"__msg_rowid__\": 1, \"__msg_t__\": 9}, \"n\": [1, {\"a\": null}]}",
+            "{\"__md_trq__\":{\"__msg_rowid__\":2,\"s\":\"a\\u0041\"},\"id\":\"msg-2\"}",   // metadata not simple
+            "{\"id\":\"msg-3\",\"f\":1.5,\"__md_trq__\":{\"__msg_rowid__\":3}}",          // a double: the dict
+            "{\"id\":\"msg-4\",\"__x\":1,\"__md_trq__\":{\"__msg_rowid__\":4}}",          // a metadata key: the dict
+            "{\"id\":\"msg-5\"}",                                                     // nothing to ack
+        };
+        start("C_SOME_DURABLE_OUTPUT");
+        for (String m : msgs) receive(m);
+        List<String> dicts = outputGot();
+        rt.run(() -> output().confirmAll());
+        List<ObjectNode> dictAcks = rt.call(() -> input().sent);
+        rt.close();
+        start("C_SOME_RECORD_OUTPUT");
+        for (String m : msgs) receive(m);
+        List<String> records = outputGot();
+        assertEquals("record {\"id\":\"msg-1\",\"n\":[1,{\"a\":null}]}", records.get(0).split(" durable=")[0]);
+        assertEquals("record {\"id\":\"msg-2\"}", records.get(1).split(" durable=")[0]);
+        assertEquals("record {\"id\":\"msg-5\"}", records.get(4).split(" durable=")[0]);
+        for (int i = 0; i < msgs.length; i++) {
+            String[] d = dicts.get(i).split(" durable=");
+            String[] r = records.get(i).split(" durable=");
+            if (r[0].startsWith("record ") && d[1].contains("\"ack\":")) {
+                // the ack's bytes are kept: the md's dict is not built (a revision since those bytes acks from them)
+                ObjectNode dd = Kw.parse(d[1]);
+                dd.remove("md");
+                assertEquals(Kw.toJson(dd), r[1], "the durability dict without the md: " + msgs[i]);
+            } else {
+                assertEquals(d[1], r[1], "the same durability dict: " + msgs[i]);
+            }
+            if (r[0].startsWith("record ")) {
+                assertEquals(d[0], Kw.toJson(Kw.parse(r[0].substring(7))), "the record is the dict's JSON: " + msgs[i]);
+                assertEquals(d[0], r[0].substring(7), "byte for byte: " + msgs[i]);
+            } else {
+                assertEquals(d[0], r[0], msgs[i]);
+            }
+        }
+        assertTrue(records.get(2).startsWith("{"), records.get(2));
+        assertTrue(records.get(3).startsWith("{"), records.get(3));
+        rt.run(() -> output().confirmAll());
+        assertEquals(dictAcks, rt.call(() -> input().sent), "the same acks");
+        assertEquals(4, stats().get("acks_sent").asInt());
     }
 
     @Test

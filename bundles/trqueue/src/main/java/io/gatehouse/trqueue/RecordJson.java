@@ -197,7 +197,11 @@ final class RecordJson {
     /** The message time of {@code kw}: its {@code tkey} field, a number or a date; 0 when there is none. */
     static long tmOf(ObjectNode kw, String tkey, int sf) {
         if (tkey == null || tkey.isEmpty()) return 0;
-        JsonNode n = kw.get(tkey);
+        return tmOfNode(kw.get(tkey), sf);
+    }
+
+    /** The message time of a {@code tkey} field's node (null: none): a number, or a date; else 0. */
+    static long tmOfNode(JsonNode n, int sf) {
         if (n == null) return 0;
         if (n.isIntegralNumber()) return n.asLong();
         if (!n.isTextual()) return 0;

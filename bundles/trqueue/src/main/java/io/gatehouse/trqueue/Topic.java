@@ -127,6 +127,11 @@ final class Topic {
 
     /** Writes one frame; answers its rowid. Nothing changes in memory when it throws. */
     long append(long t, long tm, int flag, byte[] payload, int plen) throws IOException {
+        return append(t, tm, flag, payload, 0, plen);
+    }
+
+    /** {@link #append(long, long, int, byte[], int)} of {@code payload[off, off + plen)}. */
+    long append(long t, long tm, int flag, byte[] payload, int off, int plen) throws IOException {
         int frameLen = Segment.REC_HEADER + plen;
         int padded = Segment.align8(frameLen);
         Segment s = current;
@@ -136,7 +141,7 @@ final class Topic {
         f.clear();
         f.putInt(frameLen).putInt(0).putLong(rowid).putLong(t).putLong(tm)
                 .putShort((short) flag).putShort((short) (systemFlag & 0x0FFF)).putInt(genLow);
-        f.put(payload, 0, plen);
+        f.put(payload, off, plen);
         while (f.position() < padded) f.put((byte) 0);
         crc.reset();
         f.position(Segment.OFF_ROWID).limit(Segment.OFF_FLAG);

@@ -41,6 +41,8 @@ final class TrQueueImpl implements TrQueue {
     /** Not final: a live upgrade hands the map itself to the next revision's queue, no copy. */
     private HashMap<Long, Long> softMarks = new HashMap<>();
     private final RecordJson json = new RecordJson();
+    /** Reads the message time of a record appended as its bytes. */
+    private final RecordTm recordTm = new RecordTm();
 
     private boolean loadFailed;
     private boolean noTopicSaid;
@@ -258,6 +260,33 @@ final class TrQueueImpl implements TrQueue {
             Glog.error(null, "Cannot append record, json encoding FAILED", "topic_name", name, "cause", e.toString());
             return null;
         }
+        return appendRecord(tp, t, RecordJson.tmOf(kw, tp.tkey, tp.systemFlag), json.bytes(), 0, len, userFlag);
+    }
+
+    /**
+     * The record's bytes stored as they are: what {@link #append} stores for the parsed dict when they are its
+     * compact JSON (the caller vouches for it). A topic with a {@code tkey} reads the message time from the bytes
+     * ({@link RecordTm}); bytes that scan does not read go the default's way (parsed, then appended).
+     */
+    @Override
+    public QueueMessage appendJson(long t, byte[] bytes, int off, int len, int userFlag) {
+        Topic tp = topic();
+        if (tp == null) return null;
+        if (bytes == null || len < 2 || off < 0 || off + len > bytes.length || bytes[off] != '{'
+                || bytes[off + len - 1] != '}') {
+            Glog.error(null, "Cannot append record, not the JSON of an object", "topic_name", name);
+            return null;
+        }
+        long tm = 0;
+        if (tp.tkey != null && !tp.tkey.isEmpty()) {
+            // the message time, read from the bytes; bytes the scan does not read go the dict's way
+            tm = recordTm.tm(bytes, off, len, tp.tkey, tp.systemFlag);
+            if (tm == Long.MIN_VALUE) return TrQueue.super.appendJson(t, bytes, off, len, userFlag);
+        }
+        return appendRecord(tp, t, tm, bytes, off, len, userFlag);
+    }
+
+    private QueueMessage appendRecord(Topic tp, long t, long tm, byte[] bytes, int off, int len, int userFlag) {
         if (len > opts.maxMessageSize()) {
             Glog.error(null, "Cannot append record, message too large", "topic_name", name, "size", len,
                     "max_message_size", opts.maxMessageSize());
@@ -265,10 +294,9 @@ final class TrQueueImpl implements TrQueue {
         }
         int sf = tp.systemFlag;
         if (t == 0) t = (sf & SF_T_MS) != 0 ? System.currentTimeMillis() : System.currentTimeMillis() / 1000;
-        long tm = RecordJson.tmOf(kw, tp.tkey, sf);
         long rowid;
         try {
-            rowid = tp.append(t, tm, (userFlag | MSG_PENDING) & 0xFFFF, json.bytes(), len);
+            rowid = tp.append(t, tm, (userFlag | MSG_PENDING) & 0xFFFF, bytes, off, len);
         } catch (IOException | InternalError e) {
             // InternalError: a fault on a mapped page that the JVM raised late, after the store (see Topic.append)
             if (appendRefused++ == 0) {

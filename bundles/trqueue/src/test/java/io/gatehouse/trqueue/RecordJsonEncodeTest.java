@@ -53,7 +53,7 @@ class RecordJsonEncodeTest {
         for (int i = 0; i < 3000; i++) same((ObjectNode) random(rnd, 0, true));
     }
 
-    private static JsonNode random(Random rnd, int depth, boolean object) {
+    static JsonNode random(Random rnd, int depth, boolean object) {
         if (object || (depth < 4 && rnd.nextInt(5) == 0)) {
             ObjectNode o = F.objectNode();
             for (int k = rnd.nextInt(5); k > 0; k--) o.set(text(rnd), random(rnd, depth + 1, false));
@@ -75,7 +75,7 @@ class RecordJsonEncodeTest {
         }
     }
 
-    private static String text(Random rnd) {
+    static String text(Random rnd) {
         StringBuilder b = new StringBuilder();
         for (int k = rnd.nextInt(12); k > 0; k--) {
             switch (rnd.nextInt(6)) {

@@ -77,6 +77,28 @@ public interface TrQueue extends AutoCloseable {
         return append(0, kw, 0);
     }
 
+    /**
+     * Appends the record whose bytes are {@code json[off, off + len)}: the compact JSON of an object exactly as
+     * {@link #append(long, ObjectNode, int)} would store its dict (Jackson's compact form, no reference; the
+     * caller vouches for it, see {@code Kw.JSON_RECORD}). The stored record, what {@link #writeMsgJson} and
+     * {@link #msgJson} give back, the message's {@code tm} and the failures are those of {@code append} of the
+     * parsed dict; an implementation stores the bytes without a tree. The array is not kept.
+     *
+     * <p>The default parses the bytes and calls {@code append} (a trqueue built before this method); bytes that
+     * are not a JSON object answer null, as a record that cannot be written.
+     *
+     * @since 1.2
+     */
+    default QueueMessage appendJson(long t, byte[] json, int off, int len, int userFlag) {
+        JsonNode kw;
+        try {
+            kw = Kw.MAPPER.readTree(json, off, len);
+        } catch (java.io.IOException notJson) {
+            return null;
+        }
+        return kw instanceof ObjectNode ? append(t, (ObjectNode) kw, userFlag) : null;
+    }
+
     /** Sets or clears hard flag bits on disk. @return 0 or -1 */
     int setHardFlag(QueueMessage msg, int mask, boolean set);
 

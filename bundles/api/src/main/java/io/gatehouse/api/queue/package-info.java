@@ -3,9 +3,13 @@
  * The persistent queue contract (Yuneta's tr_queue): the store under every C_QIOGATE.
  * The trqueue bundle publishes a {@link io.gatehouse.api.queue.TrQueueFactory} service; gate bundles find it
  * through this package and never depend on the implementation.
+ *
+ * <p>1.2.0 (minor): {@code TrQueue.appendJson}, a default method (a record appended as its compact JSON bytes,
+ * with no tree): a trqueue built against 1.1 still implements the interface, and its queues take the bytes through
+ * the default, which parses them and calls {@code append}.
  */
 @Export
-@Version("1.1.0")
+@Version("1.2.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
