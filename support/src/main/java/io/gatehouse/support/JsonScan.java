@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.support;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
  * The byte walk of a JSON message with no tree, as strict as Jackson's default parser reads it: strings with their
  * escapes and UTF-8, numbers, literals, nesting up to {@value #MAX_DEPTH}. The scans that read a few fields of a
- * message from its bytes (C_RELAY's {@code MdTrq}, C_QIOGATE's {@code AckScan}) extend it and keep only their own
+ * message from its bytes (C_RELAY's {@code MdTrq}, the {@code AckScan}s of C_QIOGATE and C_PROT_HTTP_SR, C_MQIOGATE's
+ * {@code RecordKey}, trqueue's {@code RecordTm}) extend it and keep only their own
  * part: the top-level object and the fields they take.
  *
  * <p>{@link #load} copies the readable bytes of a buffer into {@link #a} (a scratch array kept between loads, up to
@@ -30,6 +35,11 @@ public class JsonScan {
     /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
     private static final int MAX_NAME = 50_000;
 
+    /** {@link #field}: the object has no field of that name. */
+    public static final int ABSENT = -1;
+    /** {@link #field}: the bytes are not an object the walk reads. */
+    public static final int UNSURE = -2;
+
     private static final byte[] TRUE = ascii("true");
     private static final byte[] FALSE = ascii("false");
     private static final byte[] NULL = ascii("null");
@@ -39,6 +49,9 @@ public class JsonScan {
     protected byte[] a;
     /** The length of the last {@link #load}. */
     protected int n;
+    /** The last name {@link #field(String)} looked for, and its bytes. */
+    private String fieldName;
+    private byte[] fieldBytes;
 
     /** A scan whose first scratch array has {@code scratchSize} bytes. */
     public JsonScan(int scratchSize) {
@@ -63,6 +76,65 @@ public class JsonScan {
         }
         buf.getBytes(buf.readerIndex(), a, 0, n);
         return true;
+    }
+
+    /** {@link #field(byte[])} of {@code name} as Jackson writes it; the last name's bytes are kept. */
+    public final int field(String name) {
+        if (!name.equals(fieldName)) {
+            fieldBytes = quoted(name);
+            fieldName = name;
+        }
+        return field(fieldBytes);
+    }
+
+    /**
+     * The index of the value of the top-level field whose name, as Jackson writes it, is {@code quotedName}
+     * ({@link #quoted}), in the object loaded; {@link #ABSENT} when the object has no such field; {@link #UNSURE}
+     * when the bytes are not an object this walk reads (the caller asks Jackson). The first field of that name is
+     * taken: for the compact JSON Jackson writes for a dict (a record) there is only one.
+     */
+    public final int field(byte[] quotedName) {
+        int i = ws(0);
+        if (i >= n || a[i] != '{') return UNSURE;
+        i = first(i, '}');
+        if (i <= 0) return ABSENT;   // {}
+        while (true) {
+            int ks = i;
+            i = key(i);
+            if (i < 0) return UNSURE;
+            boolean hit = equalsAt(ks, i, quotedName);
+            i = colon(i);
+            if (i < 0) return UNSURE;
+            if (hit) return i;
+            i = value(i, 1);
+            if (i < 0) return UNSURE;
+            i = next(i, '}');
+            if (i <= 0) return i == 0 ? UNSURE : ABSENT;   // 0: broken; else the object ended without the field
+        }
+    }
+
+    /**
+     * The node of the value in [from, to) as Jackson reads it: a string without escapes decoded here, anything
+     * else by Jackson; null when Jackson refuses it.
+     */
+    public final JsonNode node(int from, int to) {
+        if (a[from] == '"' && !escaped(from, to)) {
+            return TextNode.valueOf(new String(a, from + 1, to - from - 2, StandardCharsets.UTF_8));
+        }
+        try {
+            return Kw.MAPPER.readTree(a, from, to - from);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** A field name as Jackson writes it, quotes and escapes included: what {@link #field} looks for. */
+    public static byte[] quoted(String name) {
+        try {
+            return Kw.MAPPER.writeValueAsBytes(name);
+        } catch (IOException e) {
+            throw new IllegalStateException("a String is always written", e);
+        }
     }
 
     /**

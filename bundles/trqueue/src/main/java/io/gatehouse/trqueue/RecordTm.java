@@ -2,12 +2,9 @@
 package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.TextNode;
-import io.gatehouse.api.Kw;
 import io.gatehouse.support.JsonScan;
 import io.netty.buffer.Unpooled;
 
-import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 
@@ -20,9 +17,6 @@ import java.nio.charset.StandardCharsets;
  * <p>One per queue, used by its owner thread only.
  */
 final class RecordTm extends JsonScan {
-    private String keyName;
-    private byte[] keyBytes;
-
     RecordTm() {
         super(512);
     }
@@ -33,33 +27,11 @@ final class RecordTm extends JsonScan {
      */
     long tm(byte[] rec, int off, int len, String tkey, int sf) {
         if (!load(Unpooled.wrappedBuffer(rec, off, len))) return Long.MIN_VALUE;
-        if (!tkey.equals(keyName)) {
-            try {
-                keyBytes = Kw.MAPPER.writeValueAsBytes(tkey);
-            } catch (IOException e) {
-                return Long.MIN_VALUE;
-            }
-            keyName = tkey;
-        }
-        int i = ws(0);
-        if (i >= n || a[i] != '{') return Long.MIN_VALUE;
-        i = first(i, '}');
-        if (i <= 0) return 0;   // {}
-        while (true) {
-            int ks = i;
-            i = key(i);
-            if (i < 0) return Long.MIN_VALUE;
-            boolean hit = equalsAt(ks, i, keyBytes);
-            i = colon(i);
-            if (i < 0) return Long.MIN_VALUE;
-            int vs = i;
-            i = value(i, 1);
-            if (i < 0) return Long.MIN_VALUE;
-            if (hit) return tmOf(vs, i, sf);
-            i = next(i, '}');
-            if (i == 0) return Long.MIN_VALUE;
-            if (i < 0) return 0;   // no such field
-        }
+        int i = field(tkey);
+        if (i == UNSURE) return Long.MIN_VALUE;
+        if (i == ABSENT) return 0;   // no such field
+        int end = value(i, 1);
+        return end < 0 ? Long.MIN_VALUE : tmOf(i, end, sf);
     }
 
     /** {@link RecordJson#tmOf} of the value in [from, to). */
@@ -73,16 +45,8 @@ final class RecordTm extends JsonScan {
             return to - from <= 18 ? Long.parseLong(digits) : new BigInteger(digits).longValue();
         }
         if (c != '"') return 0;
-        JsonNode text;
-        if (!escaped(from, to)) {
-            text = TextNode.valueOf(new String(a, from + 1, to - from - 2, StandardCharsets.UTF_8));
-        } else {
-            try {
-                text = Kw.MAPPER.readTree(a, from, to - from);
-            } catch (IOException e) {
-                return Long.MIN_VALUE;
-            }
-        }
+        JsonNode text = node(from, to);
+        if (text == null) return Long.MIN_VALUE;
         return RecordJson.tmOfNode(text, sf);
     }
 }
