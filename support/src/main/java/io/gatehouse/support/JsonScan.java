@@ -18,7 +18,7 @@ import java.util.Arrays;
  * part: the top-level object and the fields they take.
  *
  * <p>{@link #load} copies the readable bytes of a buffer into {@link #a} (a scratch array kept between loads, up to
- * {@value #KEEP} bytes; larger ones are not kept). Each walk method takes the index of a token's first byte in
+ * {@value #KEEP} bytes; larger ones are not kept), or reads a heap array in place when the bytes start it. Each walk method takes the index of a token's first byte in
  * {@code a[0, n)} and answers the index after it, or -1 when the bytes are not JSON the walk vouches for. No method
  * allocates, but {@link #load} when a message is larger than the scratch.
  *
@@ -60,11 +60,32 @@ public class JsonScan {
     }
 
     /**
-     * Copies the readable bytes of {@code buf} (not consumed) into {@link #a}; false, with nothing loaded but
-     * {@link #n}, when there are more than {@value #MAX_BYTES}.
+     * Loads the readable bytes of {@code buf} (not consumed) into {@link #a}; false, with nothing loaded but
+     * {@link #n}, when there are more than {@value #MAX_BYTES}. A heap buffer whose bytes start its array is read
+     * in place (the walk only reads); any other is copied.
      */
     public final boolean load(ByteBuf buf) {
-        n = buf.readableBytes();
+        if (buf.hasArray()) return load(buf.array(), buf.arrayOffset() + buf.readerIndex(), buf.readableBytes());
+        if (!reserve(buf.readableBytes())) return false;
+        buf.getBytes(buf.readerIndex(), a, 0, n);
+        return true;
+    }
+
+    /** {@link #load(ByteBuf)} of {@code bytes[off, off + len)}: read in place when {@code off} is 0. */
+    public final boolean load(byte[] bytes, int off, int len) {
+        if (off == 0 && len <= MAX_BYTES) {
+            a = bytes;
+            n = len;
+            return true;
+        }
+        if (!reserve(len)) return false;
+        System.arraycopy(bytes, off, a, 0, len);
+        return true;
+    }
+
+    /** Points {@link #a} at an array of at least {@code len} bytes (the scratch when it fits) and sets {@link #n}. */
+    private boolean reserve(int len) {
+        n = len;
         if (n > MAX_BYTES) return false;
         if (n <= scratch.length) {
             a = scratch;
@@ -74,7 +95,6 @@ public class JsonScan {
         } else {
             a = new byte[n];
         }
-        buf.getBytes(buf.readerIndex(), a, 0, n);
         return true;
     }
 

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The walk alone (MdTrqTest and AckScanTest check the scans built on it against Jackson at length). */
@@ -114,18 +115,39 @@ class JsonScanTest {
         assertFalse(scan.equalsAt(5, 14, key), "spelt with escapes: not matched as bytes");
     }
 
+    /** Loads {@code bytes} from a direct buffer, which the scan copies into its scratch. */
+    private boolean copied(byte[] bytes) {
+        ByteBuf buf = Unpooled.directBuffer(bytes.length).writeBytes(bytes);
+        try {
+            assertTrue(scan.load(buf));
+            int end = scan.value(scan.ws(0), 0);
+            return end > 0 && scan.ws(end) == bytes.length;
+        } finally {
+            buf.release();
+        }
+    }
+
     @Test
     void shouldKeepSmallScratchAndNotBeConfusedByALargeLoad() {
         byte[] big = new byte[JsonScan.KEEP + 10];
         big[0] = '"';
         java.util.Arrays.fill(big, 1, big.length - 1, (byte) 'x');
         big[big.length - 1] = '"';
-        assertTrue(whole(big));
-        assertTrue(whole(utf8("[1]")));
+        assertTrue(copied(big));
+        assertTrue(copied(utf8("[1]")));
         assertArrayEquals(utf8("[1]"), java.util.Arrays.copyOf(scan.a, scan.n));
         byte[] mid = utf8("\"" + "y".repeat(100) + "\"");
-        assertTrue(whole(mid));
+        assertTrue(copied(mid));
         assertEquals(128, scan.a.length, "grown to the next power of two, and kept");
+    }
+
+    @Test
+    void shouldReadAHeapArrayInPlaceAndCopyASlice() {
+        byte[] bytes = utf8("[1,2]");
+        assertTrue(scan.load(Unpooled.wrappedBuffer(bytes)));
+        assertSame(bytes, scan.a, "a heap buffer starting its array is read in place");
+        assertTrue(scan.load(bytes, 1, 3));
+        assertArrayEquals(utf8("1,2"), java.util.Arrays.copyOf(scan.a, scan.n), "a slice is copied");
     }
 
     @Test

@@ -3,7 +3,6 @@ package io.gatehouse.trqueue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.gatehouse.support.JsonScan;
-import io.netty.buffer.Unpooled;
 
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +25,7 @@ final class RecordTm extends JsonScan {
      * {@code Long.MIN_VALUE} when the bytes are not an object this scan reads (the caller parses them).
      */
     long tm(byte[] rec, int off, int len, String tkey, int sf) {
-        if (!load(Unpooled.wrappedBuffer(rec, off, len))) return Long.MIN_VALUE;
+        if (!load(rec, off, len)) return Long.MIN_VALUE;
         int i = field(tkey);
         if (i == UNSURE) return Long.MIN_VALUE;
         if (i == ABSENT) return 0;   // no such field
