@@ -730,6 +730,8 @@ class TcpUpgradeTest {
             }
             try (Socket again = ss.accept()) {
                 assertTrue(rec.awaitCount(Ev.EV_ON_OPEN, 1, 5000));
+                // the accept above can return before the rebuilt client has handled its connect
+                Poll.until(() -> St.ST_CONNECTED.equals(cli.call(() -> cli.yuno().service("out").lastBottom().state())), 5000);
                 assertEquals(St.ST_CONNECTED, cli.call(() -> cli.yuno().service("out").lastBottom().state()));
             }
         }
