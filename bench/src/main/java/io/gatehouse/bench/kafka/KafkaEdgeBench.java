@@ -41,9 +41,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * Issue 16's benchmark: records into one Kafka broker through a Kafka edge, producer → TCP4H input (C_IOGATE) →
  * C_RELAY → C_QIOGATE (interval fsync: the producer is acked once its message is on disk) → C_KAFKA → the broker,
  * against Kafka's own {@code ProducerPerformance} on the same broker in the same run, with the same record value
- * size, {@code acks=all}, idempotence and producer defaults (linger.ms 5, no compression, keyless records;
- * batch.size: Kafka's 16384 for ProducerPerformance, C_KAFKA's {@code batch_size} for the edge, 65536 by default
- * since 2026-12-02, or {@code --batch-size}). Rounds interleave the two on fresh topics; a last pair of rounds runs both throttled to half their
+ * size, {@code acks=all}, idempotence and the same producer config (linger.ms 5, no compression, keyless records,
+ * and one batch size, {@code --batch-size}: written to C_KAFKA's {@code batch_size} and to ProducerPerformance's
+ * {@code batch.size}, 65536 unless given, C_KAFKA's default; until 2026-12-02 ProducerPerformance ran with Kafka's
+ * 16384 against the edge's 65536). Rounds interleave the two on fresh topics; a last pair of rounds runs both
+ * throttled to half their
  * median rates, for the latency:
  * <ul>
  *   <li>ProducerPerformance: its own send → callback latency;</li>
@@ -61,6 +63,8 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class KafkaEdgeBench {
     /** The edge's records: the frame without the queue md, whose length varies with the rowid's digits. */
     static final int MD_OVERHEAD = ",\"__md_trq__\":{\"__msg_rowid__\":1000000,\"__msg_t__\":1}".length();
+    /** C_KAFKA's {@code batch_size} default (docs/KAFKA.md), given to both sides when {@code --batch-size} is not. */
+    static final long DEFAULT_BATCH_SIZE = 65_536;
 
     private KafkaEdgeBench() {}
 
@@ -74,7 +78,7 @@ public final class KafkaEdgeBench {
         int window = 2000;
         String key = "";
         long maxInFlight = 10_000;
-        long batchSize = 0;
+        long batchSize = DEFAULT_BATCH_SIZE;
         Path dir = null;
         for (int i = 0; i < args.length; i += 2) {
             String v = args[i + 1];
@@ -95,9 +99,9 @@ public final class KafkaEdgeBench {
         }
         if (dir == null) dir = Files.createTempDirectory("kafka-edge-bench-");
         System.out.printf(Locale.ROOT, "# kafka edge bench: %d rounds, value %d B, acks=all, idempotent, key '%s'; "
-                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, max_in_flight %d, batch_size %s, "
+                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, max_in_flight %d, batch.size %d on both, "
                         + "warm-up %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, size, key, records,
-                connections, window, maxInFlight, batchSize > 0 ? Long.toString(batchSize) : "default", warmup, duration, System.getProperty("java.version"),
+                connections, window, maxInFlight, batchSize, warmup, duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         List<ProducerPerformanceRunner.Result> base = new ArrayList<>();
         List<EdgeResult> edge = new ArrayList<>();
@@ -113,7 +117,8 @@ public final class KafkaEdgeBench {
                 String t = "pp-" + r;
                 broker.createTopic(t, 1);
                 ProducerPerformanceRunner.Result p = new ProducerPerformanceRunner(broker.bootstrapServers(), t)
-                        .records(records).recordSize(size).warmupRecords(records / 10).run(dir.resolve(t + ".log"));
+                        .records(records).recordSize(size).warmupRecords(records / 10)
+                        .producerProperty("batch.size", Long.toString(batchSize)).run(dir.resolve(t + ".log"));
                 base.add(p);
                 System.out.printf(Locale.ROOT, "round %d ProducerPerformance: %s; load %s%n", r, p,
                         loadAverage());
@@ -131,7 +136,8 @@ public final class KafkaEdgeBench {
             broker.createTopic("pp-half", 1);
             ProducerPerformanceRunner.Result pHalf = new ProducerPerformanceRunner(broker.bootstrapServers(), "pp-half")
                     .records(Math.max(records / 2, halfBase * 20)).recordSize(size).warmupRecords(records / 10)
-                    .throughput(halfBase).run(dir.resolve("pp-half.log"));
+                    .throughput(halfBase).producerProperty("batch.size", Long.toString(batchSize))
+                    .run(dir.resolve("pp-half.log"));
             System.out.printf(Locale.ROOT, "ProducerPerformance at %d records/s: %s%n", halfBase, pHalf);
             EdgeResult eHalf = runEdge(broker, "gh-half", dir, size, key, maxInFlight, batchSize, 1, window, warmup, duration, halfEdge);
             System.out.printf(Locale.ROOT, "edge at %d msgs/s: %s%n", halfEdge, eHalf);
@@ -309,7 +315,7 @@ public final class KafkaEdgeBench {
                 + "\"fsync_policy\":\"interval\",\"alert_queue_size\":0},\"children\":[{\"name\":\"kafka\","
                 + "\"gclass\":\"C_KAFKA\",\"kw\":{\"bootstrap_servers\":\"" + servers + "\",\"topic\":\"" + topic
                 + "\",\"key\":\"" + key + "\",\"max_in_flight\":" + maxInFlight
-                + (batchSize > 0 ? ",\"batch_size\":" + batchSize : "") + "}}]},"
+                + ",\"batch_size\":" + batchSize + "}}]},"
                 + "{\"name\":\"relay\",\"gclass\":\"C_RELAY\",\"priority\":4,\"kw\":{\"input\":\"__input_side__\","
                 + "\"output\":\"__output_side__\"}},"
                 + "{\"name\":\"__input_side__\",\"gclass\":\"C_IOGATE\",\"priority\":5,\"children\":["
