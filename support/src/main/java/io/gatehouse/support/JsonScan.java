@@ -14,13 +14,15 @@ import java.util.Arrays;
  * The byte walk of a JSON message with no tree, as strict as Jackson's default parser reads it: strings with their
  * escapes and UTF-8, numbers, literals, nesting up to {@value #MAX_DEPTH}. The scans that read a few fields of a
  * message from its bytes (C_RELAY's {@code MdTrq}, the {@code AckScan}s of C_QIOGATE and C_PROT_HTTP_SR, C_MQIOGATE's
- * {@code RecordKey}, trqueue's {@code RecordTm}) extend it and keep only their own
- * part: the top-level object and the fields they take.
+ * {@code RecordKey}, trqueue's {@code RecordTm}) extend it and keep only their own part: the top-level object and
+ * the fields they take.
  *
  * <p>{@link #load} copies the readable bytes of a buffer into {@link #a} (a scratch array kept between loads, up to
- * {@value #KEEP} bytes; larger ones are not kept), or reads a heap array in place when the bytes start it. Each walk method takes the index of a token's first byte in
- * {@code a[0, n)} and answers the index after it, or -1 when the bytes are not JSON the walk vouches for. No method
- * allocates, but {@link #load} when a message is larger than the scratch.
+ * {@value #KEEP} bytes; larger ones are not kept), or reads a heap array in place when the bytes start it; that
+ * array, whatever its size, is then referenced until the next load, so a scan's later reads of {@link #a} (a dict
+ * built, an ack started) see the caller's bytes, which must not change before they are done. Each walk method takes
+ * the index of a token's first byte in {@code a[0, n)} and answers the index after it, or -1 when the bytes are not
+ * JSON the walk vouches for. No method allocates, but {@link #load} when a message is larger than the scratch.
  *
  * <p>Not thread safe: one per gclass instance, used on its core loop.
  */

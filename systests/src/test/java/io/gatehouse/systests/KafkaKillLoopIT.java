@@ -58,9 +58,9 @@ class KafkaKillLoopIT {
                 // Under load means mid-flow: the edge has taken a good number of messages since it (re)started, so
                 // it holds records in its queue and its producer when it dies, however slow the machine is.
                 // The producer's pacing catches up after each restart, so one round can run far past its share
-                // (acked at the kills of 40,000: 2011, 6985, 9977, 29168, 40000 in one CI run). Kill points spread over the
-                // count keep the kills mid-flow, and a target never passes the last message, or the last round
-                // would wait for acks that are never sent.
+                // (acked at the kills of 40,000: 2011, 6985, 9977, 29168, 40000 in one CI run). Kill points spread
+                // over the count keep the kills mid-flow, and a target never passes the last message, or the last
+                // round would wait for acks that are never sent.
                 long spread = (long) r * count / (rounds + 1);
                 awaitProgress(producer, Math.min(count, Math.max(spread, producer.ackedCount() + PROGRESS)), 240_000);
                 Thread.sleep(random.nextInt(1500));
