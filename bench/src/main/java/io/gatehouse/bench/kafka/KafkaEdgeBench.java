@@ -57,7 +57,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <pre>
  * KafkaEdgeBench [--rounds 3] [--records 1000000] [--size 132] [--warmup 5] [--duration 20] [--connections 4]
- *                [--window 2000] [--key ""] [--max-in-flight 10000] [--batch-size B] [--dir DIR]
+ *                [--window 2000] [--key ""] [--max-in-flight 10000] [--batch-size B] [--send-thread true] [--dir DIR]
  * </pre>
  */
 public final class KafkaEdgeBench {
@@ -67,6 +67,18 @@ public final class KafkaEdgeBench {
     static final long DEFAULT_BATCH_SIZE = 65_536;
 
     private KafkaEdgeBench() {}
+
+    /** The C_KAFKA attributes a run varies; {@code sendThread} false puts {@code producer.send} back on the core loop. */
+    record KafkaKw(long maxInFlight, long batchSize, boolean sendThread) {
+        String json() {
+            return "\"max_in_flight\":" + maxInFlight + ",\"batch_size\":" + batchSize + ",\"send_thread\":" + sendThread;
+        }
+
+        @Override
+        public String toString() {
+            return "max_in_flight " + maxInFlight + ", batch_size " + batchSize + ", send_thread " + sendThread;
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         int rounds = 3;
@@ -79,6 +91,7 @@ public final class KafkaEdgeBench {
         String key = "";
         long maxInFlight = 10_000;
         long batchSize = DEFAULT_BATCH_SIZE;
+        boolean sendThread = true;
         Path dir = null;
         for (int i = 0; i < args.length; i += 2) {
             String v = args[i + 1];
@@ -93,15 +106,17 @@ public final class KafkaEdgeBench {
                 case "--key": key = v; break;
                 case "--max-in-flight": maxInFlight = Long.parseLong(v); break;
                 case "--batch-size": batchSize = Long.parseLong(v); break;
+                case "--send-thread": sendThread = Boolean.parseBoolean(v); break;
                 case "--dir": dir = Path.of(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         if (dir == null) dir = Files.createTempDirectory("kafka-edge-bench-");
+        KafkaKw kafkaKw = new KafkaKw(maxInFlight, batchSize, sendThread);
         System.out.printf(Locale.ROOT, "# kafka edge bench: %d rounds, value %d B, acks=all, idempotent, key '%s'; "
-                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, max_in_flight %d, batch.size %d on both, "
+                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, %s, batch.size on both, "
                         + "warm-up %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, size, key, records,
-                connections, window, maxInFlight, batchSize, warmup, duration, System.getProperty("java.version"),
+                connections, window, kafkaKw, warmup, duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         List<ProducerPerformanceRunner.Result> base = new ArrayList<>();
         List<EdgeResult> edge = new ArrayList<>();
@@ -110,7 +125,7 @@ public final class KafkaEdgeBench {
             System.out.printf("broker %s started in %d ms%n", broker.bootstrapServers(), broker.lastStartTime().toMillis());
             // The edge runs in this JVM, which starts cold: a first round, not counted, compiles its paths (each
             // ProducerPerformance round leaves its cold start out with its warm-up records).
-            EdgeResult cold = runEdge(broker, "gh-warmup", dir, size, key, maxInFlight, batchSize, connections, window, warmup,
+            EdgeResult cold = runEdge(broker, "gh-warmup", dir, size, key, kafkaKw, connections, window, warmup,
                     duration, 0);
             System.out.printf(Locale.ROOT, "warm-up edge round (not counted): %s%n", cold);
             for (int r = 1; r <= rounds; r++) {
@@ -122,7 +137,7 @@ public final class KafkaEdgeBench {
                 base.add(p);
                 System.out.printf(Locale.ROOT, "round %d ProducerPerformance: %s; load %s%n", r, p,
                         loadAverage());
-                EdgeResult e = runEdge(broker, "gh-" + r, dir, size, key, maxInFlight, batchSize, connections, window, warmup, duration, 0);
+                EdgeResult e = runEdge(broker, "gh-" + r, dir, size, key, kafkaKw, connections, window, warmup, duration, 0);
                 edge.add(e);
                 System.out.printf(Locale.ROOT, "round %d edge: %s; load %s%n", r, e, loadAverage());
             }
@@ -139,7 +154,7 @@ public final class KafkaEdgeBench {
                     .throughput(halfBase).producerProperty("batch.size", Long.toString(batchSize))
                     .run(dir.resolve("pp-half.log"));
             System.out.printf(Locale.ROOT, "ProducerPerformance at %d records/s: %s%n", halfBase, pHalf);
-            EdgeResult eHalf = runEdge(broker, "gh-half", dir, size, key, maxInFlight, batchSize, 1, window, warmup, duration, halfEdge);
+            EdgeResult eHalf = runEdge(broker, "gh-half", dir, size, key, kafkaKw, 1, window, warmup, duration, halfEdge);
             System.out.printf(Locale.ROOT, "edge at %d msgs/s: %s%n", halfEdge, eHalf);
 
             System.out.println();
@@ -198,8 +213,8 @@ public final class KafkaEdgeBench {
      * generator, throughput only. Paced: a producer that writes its send time into each message, and the latency
      * read back from the topic.
      */
-    static EdgeResult runEdge(KafkaBroker broker, String topic, Path dir, int size, String key, long maxInFlight,
-                              long batchSize, int connections, int window, double warmup, double duration, long rate) throws Exception {
+    static EdgeResult runEdge(KafkaBroker broker, String topic, Path dir, int size, String key, KafkaKw kafkaKw,
+                              int connections, int window, double warmup, double duration, long rate) throws Exception {
         broker.createTopic(topic, 1, Map.of("message.timestamp.type", "LogAppendTime"));
         Path data = Files.createTempDirectory(dir, topic + "-data-");
         EdgeResult res = new EdgeResult();
@@ -208,7 +223,7 @@ public final class KafkaEdgeBench {
             List<GClassSpec<?>> gclasses = new ArrayList<>(SideBySide.gclasses(queues));
             gclasses.add(new KafkaOutGClass().spec());
             try (YunoRuntime rt = YunoRuntime.builder().name("bench").dataDir(data).gclasses(gclasses)
-                    .config(edgeConfig(input, broker.bootstrapServers(), topic, key, maxInFlight, batchSize)).build().start()) {
+                    .config(edgeConfig(input, broker.bootstrapServers(), topic, key, kafkaKw)).build().start()) {
                 awaitListening(input, 20_000);
                 long deadline = System.currentTimeMillis() + 60_000;
                 while (!stats(rt).path("connected").asBoolean() && System.currentTimeMillis() < deadline) Thread.sleep(50);
@@ -308,14 +323,12 @@ public final class KafkaEdgeBench {
     }
 
     /** The bench edge: dynamic input channels (as SideBySide) → relay → C_QIOGATE (interval) → C_KAFKA. */
-    static String edgeConfig(int inputPort, String servers, String topic, String key, long maxInFlight,
-                             long batchSize) {
+    static String edgeConfig(int inputPort, String servers, String topic, String key, KafkaKw kafkaKw) {
         return "{\"yuno\":{\"yuno_role\":\"gatehouse\",\"yuno_name\":\"bench\"},\"services\":["
                 + "{\"name\":\"__output_side__\",\"gclass\":\"C_QIOGATE\",\"priority\":3,\"kw\":{\"topic_name\":\"bench\","
                 + "\"fsync_policy\":\"interval\",\"alert_queue_size\":0},\"children\":[{\"name\":\"kafka\","
                 + "\"gclass\":\"C_KAFKA\",\"kw\":{\"bootstrap_servers\":\"" + servers + "\",\"topic\":\"" + topic
-                + "\",\"key\":\"" + key + "\",\"max_in_flight\":" + maxInFlight
-                + ",\"batch_size\":" + batchSize + "}}]},"
+                + "\",\"key\":\"" + key + "\"," + kafkaKw.json() + "}}]},"
                 + "{\"name\":\"relay\",\"gclass\":\"C_RELAY\",\"priority\":4,\"kw\":{\"input\":\"__input_side__\","
                 + "\"output\":\"__output_side__\"}},"
                 + "{\"name\":\"__input_side__\",\"gclass\":\"C_IOGATE\",\"priority\":5,\"children\":["
