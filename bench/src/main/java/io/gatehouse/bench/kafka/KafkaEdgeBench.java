@@ -106,7 +106,11 @@ public final class KafkaEdgeBench {
                 case "--key": key = v; break;
                 case "--max-in-flight": maxInFlight = Long.parseLong(v); break;
                 case "--batch-size": batchSize = Long.parseLong(v); break;
-                case "--send-thread": sendThread = Boolean.parseBoolean(v); break;
+                case "--send-thread":
+                    if (!v.equals("true") && !v.equals("false"))
+                        throw new IllegalArgumentException("--send-thread takes true or false, not '" + v + "'");
+                    sendThread = v.equals("true");
+                    break;
                 case "--dir": dir = Path.of(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
@@ -114,7 +118,7 @@ public final class KafkaEdgeBench {
         if (dir == null) dir = Files.createTempDirectory("kafka-edge-bench-");
         KafkaKw kafkaKw = new KafkaKw(maxInFlight, batchSize, sendThread);
         System.out.printf(Locale.ROOT, "# kafka edge bench: %d rounds, value %d B, acks=all, idempotent, key '%s'; "
-                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, %s, batch.size on both, "
+                        + "ProducerPerformance %d records (10%% warm-up); edge %d connections x window %d, %s (batch_size is ProducerPerformance's batch.size too), "
                         + "warm-up %.0f s, window %.0f s; JVM %s, %d cpus, load average %s%n", rounds, size, key, records,
                 connections, window, kafkaKw, warmup, duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
