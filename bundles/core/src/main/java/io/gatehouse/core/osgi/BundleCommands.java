@@ -263,7 +263,17 @@ final class BundleCommands {
             }
             // A rollback retires the higher revisions only once the one it goes back to runs beside them: the gobjs
             // then move straight to it (retired first, they would move to whatever else is highest, and again).
-            if (cmp < 0) retireHigher(bsn, version);
+            // "Runs" means registered: a bundle is ACTIVE before SCR has registered its components (FileInstall's
+            // start, or ours, returns first), and a higher revision retired in that gap hands the gobjs to whatever
+            // else is registered, the original say, then to this one: two moves, and an answer naming the wrong one.
+            if (cmp < 0) {
+                if (!gclasses.isEmpty() && !awaitRegistered(installed, gclasses)) {
+                    if (ours) undo(installed, deployed);
+                    return Envelope.error(bsn + " " + version + " started but did not register " + gclasses + " within "
+                            + TAKE_OVER_TIMEOUT_MS + " ms: " + (ours ? "uninstalled, " : "") + old + " keeps serving");
+                }
+                retireHigher(bsn, version);
+            }
             if (gclasses.isEmpty()) {
                 return Envelope.ok(bsn + " " + version + " started (it provides no gclass)", versions(bsn, old, version));
             }
@@ -329,6 +339,18 @@ final class BundleCommands {
             Thread.sleep(20);
         }
         return null;
+    }
+
+    /** Whether {@code b} has registered every one of {@code gclasses} with the tracker within the take-over timeout. */
+    private boolean awaitRegistered(Bundle b, Set<String> gclasses) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TAKE_OVER_TIMEOUT_MS);
+        while (true) {
+            Set<String> names = new LinkedHashSet<>();
+            for (GClassSpec<?> s : tracker.specsByBundle().getOrDefault(b.getBundleId(), List.of())) names.add(s.name());
+            if (names.containsAll(gclasses)) return true;
+            if (System.nanoTime() >= deadline || b.getState() == Bundle.UNINSTALLED) return false;
+            Thread.sleep(10);
+        }
     }
 
     /** Undoes this command's own install: the bundle (if it got that far) and its jar in deploy/. */
