@@ -41,4 +41,26 @@ class RowSetTest {
         }
         assertEquals(-1, s.next(x));
     }
+
+    @Test
+    void shouldFindNothingPastTheNewestRowAfterTheArrayGrewAndAfterARoundTripThroughExport() {
+        RowSet s = new RowSet();
+        for (long r = 1; r <= 100_000; r++) s.add(r);
+        for (long r = 1; r <= 99_000; r++) s.remove(r);
+        assertEquals(-1, s.next(100_001));
+        assertEquals(99_001, s.next(1));
+        // the newest rows leave: the bound comes down with them, and a row added above it is found again
+        for (long r = 100_000; r > 99_500; r--) s.remove(r);
+        assertEquals(-1, s.next(99_501));
+        assertEquals(99_500, s.next(99_500));
+        s.add(200_000);
+        assertEquals(200_000, s.next(99_501));
+        RowSet copy = RowSet.of(s.export());
+        assertEquals(s.size(), copy.size());
+        for (long from : new long[] {1, 99_001, 99_500, 99_501, 150_000, 200_000, 200_001}) {
+            assertEquals(s.next(from), copy.next(from), "next " + from);
+        }
+        copy.add(300_000);
+        assertEquals(300_000, copy.next(200_001));
+    }
 }
