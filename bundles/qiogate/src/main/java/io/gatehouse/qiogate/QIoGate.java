@@ -750,10 +750,11 @@ public final class QIoGate implements GObjBehavior {
         AtomicReference<Runnable> slot = new AtomicReference<>(() -> drainDurable(q));
         durableSlot = slot;
         GObj g = gobj;
+        // The loop itself, not a lambda over it: the queue knows its owner by it, and stages its writes there.
         q.onDurable((gen, rowid) -> {
             Runnable r = slot.get();
             if (r != null) r.run();
-        }, r -> g.yuno().eventLoop().execute(r));
+        }, g.yuno().eventLoop());
     }
 
     /** The queue handle of a live upgrade: kept, or reopened through this revision's factory (see onImport). */

@@ -44,6 +44,8 @@ final class GroupCommit {
     private volatile DurableMark durable;
     private boolean fsyncErrorSaid;
     private final List<CoalescedListener> listeners = new CopyOnWriteArrayList<>();
+    /** Asks the owner to write what its topic holds back (the stage, flag stores): a commit covers only the file. */
+    private volatile Runnable ownerFlush = () -> { };
 
     /** The highest durable rowid, and the generation it belongs to. */
     private record DurableMark(long generation, long rowid) {
@@ -99,6 +101,11 @@ final class GroupCommit {
         this.policy = policy;
         this.topic = topic;
         this.durable = new DurableMark(generation, durableRowid);
+    }
+
+    /** What a tick runs when the topic holds rows or flags back from the file: it asks the owner to write them. */
+    void onUnwritten(Runnable askOwner) {
+        ownerFlush = askOwner;
     }
 
     /** Starts the flusher when the policy has one. */
@@ -186,10 +193,13 @@ final class GroupCommit {
     /** The flusher thread's group commit. */
     void flushTick() {
         long target;
+        Topic held = topic.get();
+        // what the owner still holds is written by it, and forced by a later tick
+        if (held != null && held.unwritten()) ownerFlush.run();
         synchronized (lock) {
             Topic tp = topic.get();
             if (tp == null) return;
-            target = tp.lastRowid;
+            target = tp.writtenRowid;
             long a = acks;
             DurableMark d = durable;
             if (d.generation() == tp.generation && target == d.rowid() && a == acksForced) return;
@@ -209,7 +219,7 @@ final class GroupCommit {
         tellListeners();
     }
 
-    /** Forces everything written so far, on the owner thread (a clean stop). */
+    /** Forces everything written so far, on the owner thread (a clean stop; the owner wrote its stage first). */
     void sync() {
         synchronized (lock) {
             Topic tp = topic.get();
@@ -217,7 +227,7 @@ final class GroupCommit {
             try {
                 tp.forceAll();
                 acksForced = acks;
-                durable = new DurableMark(tp.generation, tp.lastRowid);
+                durable = new DurableMark(tp.generation, tp.writtenRowid);
             } catch (IOException e) {
                 Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
                 return;

@@ -280,7 +280,7 @@ final class RecordJson {
     }
 
     /** {@link TrQueue#msgMetadata}: the message's fields, and the record's from its segment {@code s} when known. */
-    static ObjectNode metadata(QueueMessageImpl m, Segment s) {
+    static ObjectNode metadata(QueueMessageImpl m, Topic tp, Segment s) {
         ObjectNode md = Kw.create();
         md.put("rowid", m.rowid);
         md.put("generation", m.generation);
@@ -288,7 +288,7 @@ final class RecordJson {
         md.put("tm", m.tm);
         if (s != null) {
             int off = s.offset(m.rowid);
-            md.put("user_flag", s.flag(off));
+            md.put("user_flag", tp.flag(s, m.rowid, off));
             md.put("system_flag", s.sysFlag(off));
             md.put("segment", s.path.getFileName().toString());
             md.put("offset", off);

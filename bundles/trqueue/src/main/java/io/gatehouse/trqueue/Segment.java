@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
+import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
@@ -50,6 +51,13 @@ final class Segment {
     long allocated;
     /** Set when the file could not be opened or read; its rows are unknown until a later load reads it. */
     String unreadable;
+    /**
+     * The frames from this file offset on are still in {@link #stage} (the owner's write-behind buffer, {@link
+     * Topic#flushStage}), not in the file: reads of them come from there. {@link Long#MAX_VALUE} when nothing of
+     * this segment is staged (every segment but the current one, and every one when the topic writes through).
+     */
+    long stageFrom = Long.MAX_VALUE;
+    ByteBuffer stage;
 
     Segment(Path path, long base) {
         this.path = path;
@@ -77,28 +85,38 @@ final class Segment {
         offsets[count++] = off;
     }
 
+    /** The flag as stored in the frame (the file or the stage); {@link Topic#flag} also sees the ones not written yet. */
     int flag(int off) {
-        return map.getShort(off + OFF_FLAG) & 0xFFFF;
+        return off >= stageFrom ? stage.getShort((int) (off - stageFrom) + OFF_FLAG) & 0xFFFF
+                : map.getShort(off + OFF_FLAG) & 0xFFFF;
     }
 
+    /** Stores the flag through the mapping: recovery, and a topic that writes through ({@link Topic#setFlag}). */
     void setFlag(int off, int flag) {
         map.putShort(off + OFF_FLAG, (short) flag);
     }
 
     long t(int off) {
-        return map.getLong(off + OFF_T);
+        return off >= stageFrom ? stage.getLong((int) (off - stageFrom) + OFF_T) : map.getLong(off + OFF_T);
     }
 
     long tm(int off) {
-        return map.getLong(off + OFF_TM);
+        return off >= stageFrom ? stage.getLong((int) (off - stageFrom) + OFF_TM) : map.getLong(off + OFF_TM);
     }
 
     int sysFlag(int off) {
-        return map.getShort(off + OFF_SYSFLAG) & 0xFFFF;
+        return off >= stageFrom ? stage.getShort((int) (off - stageFrom) + OFF_SYSFLAG) & 0xFFFF
+                : map.getShort(off + OFF_SYSFLAG) & 0xFFFF;
     }
 
     int frameLen(int off) {
-        return map.getInt(off + OFF_LEN);
+        return off >= stageFrom ? stage.getInt((int) (off - stageFrom) + OFF_LEN) : map.getInt(off + OFF_LEN);
+    }
+
+    /** Copies {@code len} bytes of the frame at {@code off} into {@code dst}. */
+    void get(int off, byte[] dst, int len) {
+        if (off >= stageFrom) stage.get((int) (off - stageFrom), dst, 0, len);
+        else map.get(off, dst, 0, len);
     }
 
     static String fileName(long base) {

@@ -53,6 +53,13 @@ final class Topic {
     final ConcurrentLinkedQueue<Segment> unforced = new ConcurrentLinkedQueue<>();
     volatile boolean dirDirty;
     volatile long lastRowid;
+    /**
+     * The rows up to this one are in the file (the page cache): what a commit may force and promise. It trails
+     * {@link #lastRowid} by the rows still in the stage.
+     */
+    volatile long writtenRowid;
+    /** Flag stores wait in {@link #pendingFlags}: the flusher asks the owner to write them. */
+    volatile boolean flagsPending;
     /** Rows were set aside by this open's recovery: every load of this incarnation says it missed messages. */
     boolean lostRows;
     /** Rows with the pending flag on disk, over the readable segments. */
@@ -60,6 +67,21 @@ final class Topic {
 
     private final ByteBuffer frame;
     private final CRC32C crc = new CRC32C();
+
+    /**
+     * The owner's write-behind buffer for the current segment ({@link #startStaging}), null while the topic writes
+     * through the mapping. Frames go into it and reach the file with one positional write per turn of the owner's
+     * loop ({@link #flushStage}): a store through the mapping took a page fault at every new page and at every page
+     * the group commit had written back since, which cost the core loop more than the copy.
+     */
+    private ByteBuffer stage;
+    private final PendingFlags pendingFlags = new PendingFlags();
+    /** Scratch for a run of frames whose flags are written together. */
+    private ByteBuffer flagRun;
+    static final int STAGE_SIZE = 256 << 10;
+    static final int FLAG_RUN_SIZE = 64 << 10;
+    /** Frames further apart than this are written as separate runs: the bytes between are written back as read. */
+    static final int FLAG_RUN_GAP = 4096;
 
     /** An empty shell: {@link TopicRecovery} fills in the segments and counts from the files before it is used. */
     Topic(FileOps ops, Path dir, String name, ObjectNode desc, int segmentSize, int maxMessageSize) {
@@ -152,20 +174,146 @@ final class Topic {
         long pos = s.end;
         if (pos + padded > s.allocated) allocate(s, pos + padded);
         ops.reserve(s.path, pos, padded);
-        f.limit(padded);
-        try {
-            s.map.put((int) pos, f, 0, padded);
-        } catch (InternalError e) {
-            // a page of the mapping could not be backed by the device although it was allocated (a copy-on-write
-            // file system, an I/O error): nothing was promised yet. The JVM may also raise this error later, at
-            // its next transition (compiled code): allocate() is what keeps the store from faulting at all.
-            throw new IOException("Cannot store the record in its segment: " + e.getMessage(), e);
+        f.limit(padded).position(0);
+        ByteBuffer st = stage;
+        if (st != null && padded <= st.capacity()) {
+            if (st.remaining() < padded) flushStage();
+            st.put(f);
+        } else {
+            // writing through: the mapping (a topic not staging, or a frame larger than the stage, which goes
+            // after what is staged so that the file stays in order)
+            if (st != null) flushStage();
+            try {
+                s.map.put((int) pos, f, 0, padded);
+            } catch (InternalError e) {
+                // a page of the mapping could not be backed by the device although it was allocated (a
+                // copy-on-write file system, an I/O error): nothing was promised yet. The JVM may also raise this
+                // error later, at its next transition (compiled code): allocate() is what keeps the store from
+                // faulting at all.
+                throw new IOException("Cannot store the record in its segment: " + e.getMessage(), e);
+            }
+            if (st != null) s.stageFrom = pos + padded;
         }
         s.add((int) pos);
         s.end = pos + padded;
         if ((flag & TrQueue.MSG_PENDING) != 0) pendingOnDisk++;
         lastRowid = rowid;
+        if (st == null || s.stageFrom == s.end) writtenRowid = rowid;
         return rowid;
+    }
+
+    // --- Write-behind ---
+
+    /** From now on frames and flag stores wait for {@link #flushStage} on the owner's thread. */
+    void startStaging() {
+        if (stage != null) return;
+        stage = ByteBuffer.allocateDirect(STAGE_SIZE);
+        flagRun = ByteBuffer.allocateDirect(FLAG_RUN_SIZE);
+        Segment c = current;
+        if (c != null) {
+            c.stage = stage;
+            c.stageFrom = c.end;
+        }
+    }
+
+    boolean staging() {
+        return stage != null;
+    }
+
+    /** Rows or flag stores wait for {@link #flushStage}: any thread. */
+    boolean unwritten() {
+        return writtenRowid != lastRowid || flagsPending;
+    }
+
+    /** The row's flag: the one waiting to be written, else the stored one. */
+    int flag(Segment s, long rowid, int off) {
+        return pendingFlags.flag(rowid, s.flag(off));
+    }
+
+    /**
+     * Sets the row's flag. Answers true when it went to the file now (through the mapping, a topic not staging):
+     * otherwise it is written by the next {@link #flushStage}, which says so.
+     */
+    boolean setFlag(Segment s, long rowid, int off, int flag) throws IOException {
+        if (stage == null) {
+            s.setFlag(off, flag);
+            return true;
+        }
+        if (off >= s.stageFrom) {
+            // still staged: written with its frame
+            stage.putShort((int) (off - s.stageFrom) + Segment.OFF_FLAG, (short) flag);
+            return false;
+        }
+        if (pendingFlags.isFull()) flushStage();
+        if (pendingFlags.isFull()) throw new IOException("flag stores cannot be written");
+        pendingFlags.put(rowid, s, off, flag);
+        flagsPending = true;
+        return false;
+    }
+
+    /**
+     * Writes what waits: the staged frames with one positional write, then the flag stores, one write per run of
+     * nearby frames (the bytes between written back as read, through the mapping). Owner thread. Answers whether
+     * flags were written (a commit forces them). On an error what was not written stays waiting, and the next call
+     * tries again.
+     */
+    boolean flushStage() throws IOException {
+        if (stage == null) return false;
+        Segment s = current;
+        if (s != null && s.stage == stage && stage.position() > 0) {
+            stage.flip();
+            long at = s.stageFrom;
+            try {
+                while (stage.hasRemaining()) at += ops.write(s.path, s.ch, stage, at);
+            } finally {
+                stage.compact();
+                s.stageFrom = at;
+            }
+        }
+        writtenRowid = lastRowid;
+        return !pendingFlags.isEmpty() && writeFlags();
+    }
+
+    private boolean writeFlags() throws IOException {
+        int[] sorted = pendingFlags.sortedSlots();
+        int i = 0;
+        try {
+            while (i < sorted.length) {
+                Segment s = pendingFlags.segment(sorted[i]);
+                long start = pendingFlags.offset(sorted[i]) + (long) Segment.OFF_FLAG;
+                int j = i + 1;
+                while (j < sorted.length && pendingFlags.segment(sorted[j]) == s) {
+                    long next = pendingFlags.offset(sorted[j]) + (long) Segment.OFF_FLAG;
+                    long prev = pendingFlags.offset(sorted[j - 1]) + (long) Segment.OFF_FLAG;
+                    if (next - prev > FLAG_RUN_GAP || next + 2 - start > FLAG_RUN_SIZE) break;
+                    j++;
+                }
+                int len = (int) (pendingFlags.offset(sorted[j - 1]) + Segment.OFF_FLAG + 2 - start);
+                ByteBuffer run = flagRun;
+                run.clear();
+                if (s.unreadable == null && s.ch != null && s.ch.isOpen()) {
+                    run.put(0, s.map, (int) start, len);
+                    for (int k = i; k < j; k++) {
+                        int at = (int) (pendingFlags.offset(sorted[k]) + Segment.OFF_FLAG - start);
+                        run.putShort(at, (short) pendingFlags.flagAt(sorted[k]));
+                    }
+                    run.limit(len);
+                    long p = start;
+                    while (run.hasRemaining()) p += ops.write(s.path, s.ch, run, p);
+                }
+                i = j;
+            }
+        } catch (InternalError e) {
+            throw new IOException("Cannot read the frames of the flags to write: " + e.getMessage(), e);
+        } finally {
+            if (i == sorted.length) {
+                pendingFlags.clear();
+                flagsPending = false;
+            } else {
+                pendingFlags.keepFrom(sorted, i);
+            }
+        }
+        return i > 0;
     }
 
     /** File space is allocated this far ahead of the frame being stored (in chunks of {@link #ALLOC_CHUNK}). */
@@ -193,6 +341,8 @@ final class Topic {
     }
 
     private Segment roll(long base) throws IOException {
+        // the old segment's staged frames go to its file before it stops being the current one
+        if (stage != null) flushStage();
         if (!ops.isDirectory(rowidDir)) ops.createDirectories(rowidDir);
         // headroom: a segment is not started on a nearly full file system (its space is then allocated ahead
         // of the frames by allocate(), so another writer taking the space later is an IOException, not a fault)
@@ -220,7 +370,15 @@ final class Topic {
         Segment old = current;
         segments.add(s);
         dirDirty = true;
-        if (old != null) unforced.add(old);
+        if (old != null) {
+            old.stage = null;
+            old.stageFrom = Long.MAX_VALUE;
+            unforced.add(old);
+        }
+        if (stage != null) {
+            s.stage = stage;
+            s.stageFrom = s.end;
+        }
         current = s;
         return s;
     }
@@ -258,7 +416,7 @@ final class Topic {
         int len = s.frameLen(off);
         if (len < Segment.REC_HEADER || off + (long) len > s.map.capacity()) return null;
         byte[] fr = new byte[len];
-        s.map.get(off, fr, 0, len);
+        s.get(off, fr, len);
         crc.reset();
         crc.update(fr, Segment.OFF_ROWID, Segment.OFF_FLAG - Segment.OFF_ROWID);
         crc.update(fr, Segment.OFF_SYSFLAG, len - Segment.OFF_SYSFLAG);
@@ -362,6 +520,7 @@ final class Topic {
             throw new IllegalArgumentException("its last segment is unreadable");
         }
         tp.lastRowid = (Long) in.get("last_rowid");
+        tp.writtenRowid = tp.lastRowid;
         tp.lostRows = (Boolean) in.get("lost_rows");
         tp.pendingOnDisk = (Long) in.get("pending_on_disk");
         return tp;

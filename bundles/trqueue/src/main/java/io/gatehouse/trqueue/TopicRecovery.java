@@ -123,6 +123,7 @@ final class TopicRecovery {
         }
         if (tp.current != null) last = Math.max(last, tp.current.base - 1);
         tp.lastRowid = last;
+        tp.writtenRowid = last;
     }
 
     private void loadVars() {

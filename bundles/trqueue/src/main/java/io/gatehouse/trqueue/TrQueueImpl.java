@@ -16,7 +16,12 @@ import java.nio.channels.FileLock;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A tr_queue over a {@link Topic}. The list is a bit set over rowids (one bit per row of the topic), soft marks
@@ -53,6 +58,20 @@ final class TrQueueImpl implements TrQueue {
     /** A fault on a mapped page (InternalError) was said; said again only after an append works. */
     private boolean faultSaid;
 
+    /**
+     * The event loop of the first listener given with one ({@link #onDurable}): the queue's owner. With
+     * {@link FsyncPolicy#INTERVAL}, appends made on it stage their frames and flag stores
+     * ({@link Topic#startStaging}), written once per turn of that loop by {@link #flushTask}; null: the topic writes
+     * through its mapping.
+     */
+    private volatile io.netty.util.concurrent.EventExecutor ownerLoop;
+    private final AtomicBoolean flushScheduled = new AtomicBoolean();
+    private final Runnable flushTask = this::flushTurn;
+    /** A write of the stage failed; said again only after one works. */
+    private boolean stageErrorSaid;
+    /** How long a thread other than the owner waits for the owner to write its stage (a park, a close). */
+    static final long OWNER_FLUSH_WAIT_MS = 10_000;
+
     TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
                 TrQueueOptions opts, FileChannel lockChannel, FileLock lock) {
         this(factory, ops, dbDir, name, topic, opts, lockChannel, lock, topic.lastRowid);
@@ -86,7 +105,73 @@ final class TrQueueImpl implements TrQueue {
     }
 
     private void startCommits() {
+        commit.onUnwritten(this::scheduleFlush);
         commit.start(factory::scheduleFlush, opts.fsyncIntervalMs());
+    }
+
+    // --- Write-behind (the owner's stage) ---
+
+    /** Asks the owner loop for one {@link #flushTurn}, unless one is on its way. Any thread. */
+    private void scheduleFlush() {
+        io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+        if (loop == null || flushScheduled.get() || !flushScheduled.compareAndSet(false, true)) return;
+        try {
+            loop.execute(flushTask);
+        } catch (RejectedExecutionException e) {
+            // the loop is going away: whoever closes the queue writes the stage
+            flushScheduled.set(false);
+        }
+    }
+
+    /** After the owner loop's turn: what the turn staged goes to the file. */
+    private void flushTurn() {
+        flushScheduled.set(false);
+        Topic tp = topic;
+        if (tp != null && !closed) writeStage(tp);
+    }
+
+    /** Owner thread. */
+    private void writeStage(Topic tp) {
+        if (!tp.staging() || !tp.unwritten()) return;
+        try {
+            if (tp.flushStage()) commit.flagWritten();
+            if (stageErrorSaid) {
+                stageErrorSaid = false;
+                Glog.info(null, "Queue writes work again", "topic_name", name);
+            }
+        } catch (IOException | RuntimeException e) {
+            // nothing written is promised: the next turn (or tick) tries again, the senders wait for durability
+            if (!stageErrorSaid) {
+                stageErrorSaid = true;
+                Glog.error(null, "Queue write FAILED, tried again (said once until a write works)", "topic_name",
+                        name, "reason", reasonOf(e), "cause", e.toString());
+            }
+        }
+    }
+
+    /**
+     * Writes the stage before its topic is handed over, backed up, forced or closed. From another thread than the
+     * owner (a trqueue bundle stopping) the owner loop does it, waited for; a loop that does not answer in time (it
+     * is blocked, so it touches nothing) or is gone leaves it to this thread.
+     */
+    private void writeStageNow() {
+        Topic tp = topic;
+        if (tp == null || !tp.staging() || !tp.unwritten()) return;
+        io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+        if (loop == null || loop.inEventLoop() || loop.isShuttingDown()) {
+            writeStage(tp);
+            return;
+        }
+        try {
+            loop.submit(() -> writeStage(tp)).get(OWNER_FLUSH_WAIT_MS, TimeUnit.MILLISECONDS);
+            return;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
+            Glog.warn(null, "Queue owner did not write its stage, written here", "topic_name", name,
+                    "cause", e.toString());
+        }
+        writeStage(tp);
     }
 
     // --- Identity ---
@@ -164,7 +249,7 @@ final class TrQueueImpl implements TrQueue {
             long to = s.lastRowid();
             for (long r = from; r <= to; r++) {
                 int off = s.offset(r);
-                if (off != 0 && (s.flag(off) & MSG_PENDING) != 0) { // 0: a row lost in a gap
+                if (off != 0 && (tp.flag(s, r, off) & MSG_PENDING) != 0) { // 0: a row lost in a gap
                     if (first == 0) first = r;
                     addToList(r);
                 }
@@ -294,6 +379,10 @@ final class TrQueueImpl implements TrQueue {
         }
         int sf = tp.systemFlag;
         if (t == 0) t = (sf & SF_T_MS) != 0 ? System.currentTimeMillis() : System.currentTimeMillis() / 1000;
+        if (!tp.staging() && opts.fsyncPolicy() == FsyncPolicy.INTERVAL) {
+            io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+            if (loop != null && loop.inEventLoop()) tp.startStaging();
+        }
         long rowid;
         try {
             rowid = tp.append(t, tm, (userFlag | MSG_PENDING) & 0xFFFF, bytes, off, len);
@@ -311,6 +400,7 @@ final class TrQueueImpl implements TrQueue {
             faultSaid = false;
         }
         addToList(rowid);
+        if (tp.writtenRowid != rowid) scheduleFlush();
         try {
             commit.appended(tp, generation, rowid);
         } catch (IOException e) {
@@ -353,10 +443,15 @@ final class TrQueueImpl implements TrQueue {
         int off = s.offset(m.rowid);
         int old;
         int now;
+        boolean written = false;
         try {
-            old = s.flag(off);
+            old = tp.flag(s, m.rowid, off);
             now = set ? old | mask : old & ~mask;
-            if (now != old) s.setFlag(off, now);
+            if (now != old) written = tp.setFlag(s, m.rowid, off, now);
+        } catch (IOException e) {
+            Glog.error(null, "Cannot set the record's flag", "topic_name", name, "rowid", m.rowid, "cause",
+                    e.toString());
+            return -1;
         } catch (InternalError e) {
             // the page of the record cannot be read or written (device error, a copy-on-write file system full):
             // the flag stays as it was on disk (a lost ack only makes a duplicate delivery)
@@ -365,7 +460,8 @@ final class TrQueueImpl implements TrQueue {
         }
         if (now != old) {
             tp.pendingOnDisk += ((now & MSG_PENDING) != 0 ? 1 : 0) - ((old & MSG_PENDING) != 0 ? 1 : 0);
-            commit.flagWritten();
+            if (written) commit.flagWritten();
+            else scheduleFlush();
         }
         return 0;
     }
@@ -374,7 +470,7 @@ final class TrQueueImpl implements TrQueue {
         Topic tp = topic;
         if (tp == null || m.generation != generation) return 0;
         Segment s = tp.locate(m.rowid);
-        return s == null ? 0 : s.flag(s.offset(m.rowid));
+        return s == null ? 0 : tp.flag(s, m.rowid, s.offset(m.rowid));
     }
 
     @Override
@@ -456,7 +552,7 @@ final class TrQueueImpl implements TrQueue {
         if (s == null) return -1;
         int off = s.offset(rowid);
         if (s.t(off) != t) return -1;
-        return (s.flag(off) & MSG_PENDING) != 0 ? 1 : 0;
+        return (tp.flag(s, rowid, off) & MSG_PENDING) != 0 ? 1 : 0;
     }
 
     @Override
@@ -497,7 +593,7 @@ final class TrQueueImpl implements TrQueue {
         QueueMessageImpl m = ofThisQueue(msg);
         if (m == null) return null;
         Topic tp = topic;
-        return RecordJson.metadata(m, tp == null || m.generation != generation ? null : tp.locate(m.rowid));
+        return RecordJson.metadata(m, tp, tp == null || m.generation != generation ? null : tp.locate(m.rowid));
     }
 
     @Override
@@ -540,6 +636,7 @@ final class TrQueueImpl implements TrQueue {
     public int checkBackup() {
         Topic tp = topic();
         if (tp == null) return -1;
+        writeStageNow();
         return backup.check(tp, loadFailed, list.size() > 0 || !softMarks.isEmpty());
     }
 
@@ -558,11 +655,15 @@ final class TrQueueImpl implements TrQueue {
 
     @Override
     public void onDurable(DurableListener listener, Executor executor) {
+        if (ownerLoop == null && executor instanceof io.netty.util.concurrent.EventExecutor) {
+            ownerLoop = (io.netty.util.concurrent.EventExecutor) executor;
+        }
         commit.onDurable(listener, executor);
     }
 
     @Override
     public void sync() {
+        writeStageNow();
         commit.sync();
     }
 
@@ -578,6 +679,10 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public Map<String, Object> openState() {
         if (closed || topic == null) return null;
+        // the taker reads the files: nothing may stay in this revision's stage
+        writeStageNow();
+        Topic held = topic;
+        if (held != null && held.unwritten()) return null;
         Map<String, Object> out = new HashMap<>();
         commit.exclusive(() -> {
             Topic tp = topic;
@@ -664,6 +769,7 @@ final class TrQueueImpl implements TrQueue {
      */
     void park() {
         if (closed) return;
+        writeStageNow();
         commit.stop();
         commit.sync();
     }
@@ -671,6 +777,7 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public void close() {
         if (closed) return;
+        writeStageNow();
         commit.stop();
         commit.sync();
         commit.exclusive(() -> {

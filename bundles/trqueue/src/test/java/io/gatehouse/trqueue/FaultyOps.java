@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiPredicate;
 
 /** File operations that fail on demand: {@code fault.test(op, path)} true makes {@code op} on {@code path} throw. */
-final class FaultyOps extends FileOps {
+class FaultyOps extends FileOps {
     volatile BiPredicate<String, Path> fault = (op, p) -> false;
     volatile String reason = "No space left on device";
 

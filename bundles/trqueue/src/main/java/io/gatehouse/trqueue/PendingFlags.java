@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.trqueue;
+
+import java.util.Arrays;
+
+/**
+ * Flag stores (acks) of rows already in the file, held until the owner writes them with one {@code pwrite} per run
+ * of nearby frames ({@link Topic#flushStage}). A store through the mapping took a page fault whenever the group
+ * commit had written the page back since (and the acked rows are a window behind the newest, so every page of them
+ * had been), which cost the core loop more than the store. Bounded: {@link #isFull} asks for a flush.
+ *
+ * <p>Keyed by rowid, unique within one topic incarnation. Owner thread only.
+ */
+final class PendingFlags {
+    /** Flushed when this many stores wait: a turn of the core loop acks far fewer. */
+    static final int CAPACITY = 8192;
+
+    private final long[] rowids = new long[CAPACITY];
+    private final Segment[] segments = new Segment[CAPACITY];
+    private final int[] offsets = new int[CAPACITY];
+    private final int[] flags = new int[CAPACITY];
+    /** Open addressing over {@link #rowids}: slot + 1, 0 = empty. */
+    private final int[] index = new int[CAPACITY * 4];
+    /** The index positions in use, so that a clear touches only those. */
+    private final int[] used = new int[CAPACITY];
+    private int size;
+
+    int size() {
+        return size;
+    }
+
+    boolean isEmpty() {
+        return size == 0;
+    }
+
+    boolean isFull() {
+        return size == CAPACITY;
+    }
+
+    private static int hash(long rowid) {
+        long h = rowid * 0x9E3779B97F4A7C15L;
+        return (int) (h >>> 40);
+    }
+
+    private int find(long rowid) {
+        int mask = index.length - 1;
+        for (int i = hash(rowid) & mask; ; i = (i + 1) & mask) {
+            int e = index[i];
+            if (e == 0) return -1 - i;
+            if (rowids[e - 1] == rowid) return e - 1;
+        }
+    }
+
+    /** The flag waiting for {@code rowid}, or {@code orElse}. */
+    int flag(long rowid, int orElse) {
+        if (size == 0) return orElse;
+        int e = find(rowid);
+        return e >= 0 ? flags[e] : orElse;
+    }
+
+    /** Holds the store of {@code flag} at frame offset {@code off} of {@code s}; the caller checked {@link #isFull}. */
+    void put(long rowid, Segment s, int off, int flag) {
+        int e = find(rowid);
+        if (e >= 0) {
+            flags[e] = flag;
+            return;
+        }
+        int slot = size++;
+        rowids[slot] = rowid;
+        segments[slot] = s;
+        offsets[slot] = off;
+        flags[slot] = flag;
+        index[-1 - e] = slot + 1;
+        used[slot] = -1 - e;
+    }
+
+    /** The slots in rowid order: rows, and so frames, in file order. */
+    int[] sortedSlots() {
+        long[] keyed = new long[size];
+        // rowid in the high bits, slot in the low 13: one primitive sort, no boxing
+        for (int i = 0; i < size; i++) keyed[i] = (rowids[i] << 13) | i;
+        Arrays.sort(keyed);
+        int[] out = new int[size];
+        for (int i = 0; i < size; i++) out[i] = (int) (keyed[i] & (CAPACITY - 1));
+        return out;
+    }
+
+    Segment segment(int slot) {
+        return segments[slot];
+    }
+
+    int offset(int slot) {
+        return offsets[slot];
+    }
+
+    int flagAt(int slot) {
+        return flags[slot];
+    }
+
+    /** Keeps only the slots from {@code sorted[from]} on (the rest were written). */
+    void keepFrom(int[] sorted, int from) {
+        if (from == 0) return;
+        int n = sorted.length - from;
+        long[] r = new long[n];
+        Segment[] s = new Segment[n];
+        int[] o = new int[n];
+        int[] f = new int[n];
+        for (int i = 0; i < n; i++) {
+            int slot = sorted[from + i];
+            r[i] = rowids[slot];
+            s[i] = segments[slot];
+            o[i] = offsets[slot];
+            f[i] = flags[slot];
+        }
+        clear();
+        for (int i = 0; i < n; i++) put(r[i], s[i], o[i], f[i]);
+    }
+
+    void clear() {
+        for (int i = 0; i < size; i++) index[used[i]] = 0;
+        Arrays.fill(segments, 0, size, null);
+        size = 0;
+    }
+}
