@@ -15,6 +15,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
 import io.gatehouse.support.ProtocolBottom;
@@ -59,6 +60,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Port of the server side of Yuneta's C_PROT_MQTT2 (c_prot_mqtt2.c, registered under that name and as
@@ -301,6 +303,8 @@ public final class ProtMqtt implements GObjBehavior {
     // --- Private data ---
 
     private final GObj gobj;
+    /** The yuno's queue factory, if any: QoS 2 ids are noted only once the queues wrote what they took. */
+    private final Supplier<TrQueueFactory> queues;
     private final ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
     private Sessions sessions;
     private TopicFilters topics;
@@ -408,7 +412,16 @@ public final class ProtMqtt implements GObjBehavior {
     }
 
     ProtMqtt(GObj gobj) {
+        this(gobj, () -> {
+            TrQueueFactory f = QueueFactoryHolder.current();
+            return f != null ? f : gobj.yuno().lookup(TrQueueFactory.class);
+        });
+    }
+
+    /** {@code queues}: the queue factory (the trqueue service, or the yuno's outside OSGi), null when there is none. */
+    ProtMqtt(GObj gobj, Supplier<TrQueueFactory> queues) {
         this.gobj = gobj;
+        this.queues = queues;
     }
 
     // --- Framework methods ---
@@ -1284,13 +1297,24 @@ public final class ProtMqtt implements GObjBehavior {
             up(topic, payload, md);
             if (qos == 2 && own == session) {
                 Long still = pending.get(id);
-                // The queue took it (no refusal came back inside the send): from now on a resend is not queued.
-                if (still != null && (still >>> 2) == s) sessions.putQos2(session, id, Sessions.RECEIVED);
+                // The queue took it (no refusal came back inside the send): from now on a resend is not queued. The
+                // queue may hold its record back until the end of the loop's turn: it goes to the file first, so
+                // that a crash never leaves the id noted without the record (a failed write: not noted, and a
+                // resend after a reconnect may be queued twice rather than lost).
+                if (still != null && (still >>> 2) == s && recordsWritten()) {
+                    sessions.putQos2(session, id, Sessions.RECEIVED);
+                }
             }
             if (pending.size() >= max) updateBottomPause();
         } finally {
             payload.release();
         }
+    }
+
+    /** What the queues took on this thread is in their files (a crash of the process keeps it); false: not yet. */
+    private boolean recordsWritten() {
+        TrQueueFactory f = queues.get();
+        return f == null || f.writeHeldBack();
     }
 
     /** A PUBLISH to a topic the config does not allow: 5.0 says so in the ack, 3.1.1 can only close. */

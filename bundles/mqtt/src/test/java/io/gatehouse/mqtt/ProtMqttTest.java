@@ -466,6 +466,60 @@ class ProtMqttTest {
         assertEquals(2, up.count(Ev.EV_ON_MESSAGE));
     }
 
+    /** A queue factory whose write of what its queues hold back answers {@link #writes}; counts the calls. */
+    static final class HeldBack implements io.gatehouse.api.queue.TrQueueFactory {
+        volatile boolean writes = true;
+        final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public io.gatehouse.api.queue.TrQueue open(java.nio.file.Path p, String db, String topic, String tkey, int sf,
+                                                   long backup, io.gatehouse.api.queue.TrQueueOptions o) {
+            throw new UnsupportedOperationException("no queue in this test");
+        }
+
+        @Override
+        public boolean writeHeldBack() {
+            calls.incrementAndGet();
+            return writes;
+        }
+    }
+
+    @Test
+    void shouldNoteAQos2IdOnlyOnceTheQueuesWroteWhatTheyTook() throws Exception {
+        HeldBack queues = new HeldBack();
+        java.util.function.Consumer<Boolean> startWith = writes -> {
+            if (rt != null) rt.close();
+            queues.writes = writes;
+            rt = YunoRuntime.builder().name("mqtttest").clock(clock).dataDir(data)
+                    .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeSocket.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
+                    .extension(io.gatehouse.api.queue.TrQueueFactory.class, queues)
+                    .config(String.format(CONFIG, ProtMqtt.GCLASS, "")).build().start();
+            found();
+            client = new TestClient(MqttVersion.MQTT_3_1_1);
+            connect(client.encode(client.connectBuilder("held").cleanSession(false).build()));
+        };
+        // the queues could not write what they took: the id is not noted, so after a crash the resend is queued
+        // again (twice rather than lost)
+        startWith.accept(false);
+        byte[] pub = client.publish("t", 2, 7, "{\"id\":7}");
+        rx(pub);
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        assertEquals(1, queues.calls.get(), "asked once, before noting the id");
+        startWith.accept(true);
+        rx(pub);
+        assertNotNull(up.await(Ev.EV_ON_MESSAGE, 2000), "not noted: queued again");
+        assertEquals(2, queues.calls.get());
+        // written: noted, and a resend after a crash is answered, not queued
+        startWith.accept(true);
+        rx(pub);
+        assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
+        assertEquals(0, up.count(Ev.EV_ON_MESSAGE), "noted: not queued again");
+        // QoS 1 notes nothing: the queues are not asked
+        rx(client.publish("t", 1, 8, "{\"id\":8}"));
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        assertEquals(2, queues.calls.get());
+    }
+
     @Test
     void shouldKeepQos2IdsOfAPersistentSessionAcrossARestart() throws Exception {
         start("");

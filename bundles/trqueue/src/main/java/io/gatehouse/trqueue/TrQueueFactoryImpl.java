@@ -159,6 +159,14 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         return q;
     }
 
+    /** Every open queue owned by the calling thread's loop writes what it holds back; false when a write failed. */
+    @Override
+    public boolean writeHeldBack() {
+        boolean ok = true;
+        for (TrQueueImpl q : open) ok &= q.writeHeldBackOnOwner();
+        return ok;
+    }
+
     /**
      * The bundle stops (a {@code Bundle.update()} of trqueue, or the framework stopping): every open queue forces
      * what it wrote and stops its commits, but stays open and locked ({@link TrQueueImpl#park}) for the next revision

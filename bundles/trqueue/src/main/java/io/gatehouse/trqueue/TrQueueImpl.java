@@ -150,6 +150,18 @@ final class TrQueueImpl implements TrQueue {
     }
 
     /**
+     * {@link io.gatehouse.api.queue.TrQueueFactory#writeHeldBack}: on the owner's loop, what the stage holds goes to
+     * the file now; false when that write failed. Other threads' calls leave this queue alone (true).
+     */
+    boolean writeHeldBackOnOwner() {
+        Topic tp = topic;
+        io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+        if (tp == null || closed || loop == null || !loop.inEventLoop() || !tp.staging()) return true;
+        writeStage(tp);
+        return tp.writtenRowid == tp.lastRowid;
+    }
+
+    /**
      * Writes the stage before its topic is handed over, backed up, forced or closed. From another thread than the
      * owner (a trqueue bundle stopping) the owner loop does it, waited for; a loop that does not answer in time (it
      * is blocked, so it touches nothing) or is gone leaves it to this thread.

@@ -51,4 +51,21 @@ public interface TrQueueFactory {
                              int systemFlag, long backupQueueSize, TrQueueOptions options) {
         return null;
     }
+
+    /**
+     * Writes to the files (the page cache) what the queues of this factory hold back for the calling thread: the
+     * records and flags a queue owned by this thread's event loop keeps until the end of the loop's turn (the
+     * trqueue write-behind). After it, every record appended so far on this thread survives a crash of the process
+     * (not of the machine: that is what durability, {@link TrQueue#onDurable}, promises).
+     *
+     * <p>For a caller that notes elsewhere that a message was queued before it is durable, so that a crash never
+     * leaves the note without the record: MQTT's QoS 2 packet ids, written to the session store right after the
+     * queue took the message. Answers false when a write failed: the records are still held and written later, and
+     * the caller must not note them yet. The default (a factory whose queues write through) answers true.
+     *
+     * @since 1.3
+     */
+    default boolean writeHeldBack() {
+        return true;
+    }
 }

@@ -7,9 +7,13 @@
  * <p>1.2.0 (minor): {@code TrQueue.appendJson}, a default method (a record appended as its compact JSON bytes,
  * with no tree): a trqueue built against 1.1 still implements the interface, and its queues take the bytes through
  * the default, which parses them and calls {@code append}.
+ *
+ * <p>1.3.0 (minor): {@code TrQueueFactory.writeHeldBack}, a default method (the records a queue holds back until the
+ * end of its owner's loop turn written now, for a caller that notes elsewhere that they were queued): a trqueue built
+ * against 1.2 writes through, and the default, true, is right for it.
  */
 @Export
-@Version("1.2.0")
+@Version("1.3.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
