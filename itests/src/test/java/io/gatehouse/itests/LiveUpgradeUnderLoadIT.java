@@ -68,6 +68,8 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
     // 2026-12-02). The upgrades are judged here; the forwarding rate is issue 17's, measured in bench/.
     static final int RATE = Integer.getInteger("gatehouse.itests.liveupgrade.rate", 5_000);
     static final int MQTT_RATE = Integer.getInteger("gatehouse.itests.liveupgrade.mqtt.rate", 1_000);
+    /** How long the flow runs before the steady-flow row: the JIT compiles the pipeline in its first seconds. */
+    static final int WARMUP_MS = Integer.getInteger("gatehouse.itests.liveupgrade.warmup.ms", 10_000);
     /** The MQTT device's ids start here ({@code m-100000000}...), far above the queue-protocol producer's. */
     static final int MQTT_BASE = 100_000_000;
     /** Every gclass bundle of the demo pipeline; {@code -Dgatehouse.itests.liveupgrade.bundles=a,b} runs some. */
@@ -209,6 +211,7 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                     assertEquals("the MQTT CONNECT", null, device.refusal());
                     return device.acked() > 0;
                 });
+                Thread.sleep(WARMUP_MS);
                 // The baseline the swaps' gaps are read against: the same flow on the same machine, nothing upgraded.
                 Swap start = counted(new Swap("(none)", "start"), producer, sink0, sink1);
                 Swap steady = new Swap("(none)", "steady flow");
@@ -263,9 +266,12 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                 report.append("  bundle     path             took ms  gobjs  pause ms  longest gap at the sinks ms  sent, at sinks then"
                     + "  to sinks/s  core busy %  core us/msg  rebuilt\n");
                 Swap prev = start;
-                for (Swap s : swaps) {
-                    double gap = Math.max(sink0.longestGapMs(s.startNanos, s.endNanos + 300_000_000L),
-                        sink1.longestGapMs(s.startNanos, s.endNanos + 300_000_000L));
+                for (int i = 0; i < swaps.size(); i++) {
+                    Swap s = swaps.get(i);
+                    // until 300 ms after the swap, but not into the next one (its gap is its own)
+                    long until = s.endNanos + 300_000_000L;
+                    if (i + 1 < swaps.size()) until = Math.min(until, swaps.get(i + 1).startNanos);
+                    double gap = Math.max(sink0.longestGapMs(s.startNanos, until), sink1.longestGapMs(s.startNanos, until));
                     // Since the row before: messages to the sinks per second, how busy the core thread was, and its CPU
                     // time per message delivered (it also takes the input in, so this is the whole pipeline's cost).
                     String rate = "-", busy = "-", perMsg = "-";
@@ -280,6 +286,10 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
                         }
                     }
                     prev = s;
+                    if (gap > 50) {
+                        report.append("      gaps of 20 ms or more, from the start of the swap (+ms: ms): sink0 "
+                            + sink0.gapsOver(s.startNanos, until, 20) + ", sink1 " + sink1.gapsOver(s.startNanos, until, 20) + "\n");
+                    }
                     report.append(String.format("  %-10s %-14s %9.0f %6s %9s %28.1f  %9d %9d  %10s  %11s  %11s  %s%n", s.bundle,
                         s.how, (s.endNanos - s.startNanos) / 1e6, s.migrated < 0 ? "-" : String.valueOf(s.migrated),
                         s.pauseMs < 0 ? "-" : String.format("%.2f", s.pauseMs), gap, s.sentThen, s.deliveredThen,

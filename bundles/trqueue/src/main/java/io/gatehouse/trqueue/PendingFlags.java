@@ -14,15 +14,17 @@ import java.util.Arrays;
 final class PendingFlags {
     /** Flushed when this many stores wait: a turn of the core loop acks far fewer. */
     static final int CAPACITY = 8192;
+    /** The arrays start this small and double up to {@link #CAPACITY}: a queue is opened in a live upgrade's pause. */
+    static final int START = 256;
 
-    private final long[] rowids = new long[CAPACITY];
-    private final Segment[] segments = new Segment[CAPACITY];
-    private final int[] offsets = new int[CAPACITY];
-    private final int[] flags = new int[CAPACITY];
-    /** Open addressing over {@link #rowids}: slot + 1, 0 = empty. */
-    private final int[] index = new int[CAPACITY * 4];
+    private long[] rowids = new long[START];
+    private Segment[] segments = new Segment[START];
+    private int[] offsets = new int[START];
+    private int[] flags = new int[START];
+    /** Open addressing over {@link #rowids}: slot + 1, 0 = empty. Four times the slots, a power of two. */
+    private int[] index = new int[START * 4];
     /** The index positions in use, so that a clear touches only those. */
-    private final int[] used = new int[CAPACITY];
+    private int[] used = new int[START];
     private int size;
 
     int size() {
@@ -35,6 +37,22 @@ final class PendingFlags {
 
     boolean isFull() {
         return size == CAPACITY;
+    }
+
+    /** Doubles the arrays (up to {@link #CAPACITY}) and indexes the slots again. */
+    private void grow() {
+        int n = rowids.length * 2;
+        rowids = Arrays.copyOf(rowids, n);
+        segments = Arrays.copyOf(segments, n);
+        offsets = Arrays.copyOf(offsets, n);
+        flags = Arrays.copyOf(flags, n);
+        used = new int[n];
+        index = new int[n * 4];
+        for (int slot = 0; slot < size; slot++) {
+            int at = -1 - find(rowids[slot]);
+            index[at] = slot + 1;
+            used[slot] = at;
+        }
     }
 
     private static int hash(long rowid) {
@@ -64,6 +82,10 @@ final class PendingFlags {
         if (e >= 0) {
             flags[e] = flag;
             return;
+        }
+        if (size == rowids.length) {
+            grow();
+            e = find(rowid);
         }
         int slot = size++;
         rowids[slot] = rowid;

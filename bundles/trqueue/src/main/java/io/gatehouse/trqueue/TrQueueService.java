@@ -2,6 +2,8 @@
 package io.gatehouse.trqueue;
 
 import io.gatehouse.api.queue.TrQueueFactory;
+import io.gatehouse.support.BundleClasses;
+import io.gatehouse.support.Glog;
 import org.osgi.annotation.bundle.Capability;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
@@ -11,6 +13,8 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.Hashtable;
 
 /**
@@ -37,9 +41,32 @@ public final class TrQueueService {
 
     @Activate
     public TrQueueService(BundleContext ctx) {
+        // before the factory is registered: a gate takes its queue over through it in a live upgrade's pause, and
+        // every class of this revision loaded there for the first time made that pause longer
+        BundleClasses.loadAll(ctx.getBundle());
+        warmUpBesideAnother(ctx);
         Hashtable<String, Object> props = new Hashtable<>();
         props.put(Constants.SERVICE_RANKING, ranking(ctx.getBundle().getVersion()));
         registration = ctx.registerService(TrQueueFactory.class, factory, props);
+    }
+
+    /**
+     * When another trqueue serves already (this revision comes in beside it: a live upgrade), its code is run once
+     * on a scratch queue first ({@link WarmUp}), so that the gates' first calls after they move here run compiled.
+     * Not at a first start, nor on {@code Bundle.update()} (no other revision serves, and the gates wait for this
+     * one); {@code gatehouse.trqueue.warmup=false} turns it off.
+     */
+    private static void warmUpBesideAnother(BundleContext ctx) {
+        if ("false".equalsIgnoreCase(ctx.getProperty("gatehouse.trqueue.warmup"))) return;
+        try {
+            if (ctx.getServiceReferences(TrQueueFactory.class, null).isEmpty()) return;
+        } catch (org.osgi.framework.InvalidSyntaxException e) {
+            return;
+        }
+        String data = ctx.getProperty("gatehouse.data");
+        Path parent = data != null && !data.isBlank() ? Paths.get(data) : Paths.get(System.getProperty("java.io.tmpdir"));
+        long ms = WarmUp.run(parent);
+        if (ms >= 0) Glog.info(null, "trqueue warmed up beside the revision serving", "ms", ms, "messages", WarmUp.MESSAGES);
     }
 
     @Deactivate

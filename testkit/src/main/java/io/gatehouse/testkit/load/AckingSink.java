@@ -155,6 +155,20 @@ public final class AckingSink implements AutoCloseable {
     }
 
     /** The longest time without a message in [fromNanos, toNanos] (the first gap starts at fromNanos), ms. */
+    /** The gaps of at least {@code minMs} in [from, to]: "at +offset ms: length ms", for a report. */
+    public synchronized java.util.List<String> gapsOver(long fromNanos, long toNanos, double minMs) {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        long prev = fromNanos;
+        for (int i = 0; i < timesUsed; i++) {
+            long t = times[i];
+            if (t < fromNanos) continue;
+            if (t > toNanos) break;
+            if ((t - prev) / 1e6 >= minMs) out.add(String.format("+%.0f: %.1f", (prev - fromNanos) / 1e6, (t - prev) / 1e6));
+            prev = t;
+        }
+        return out;
+    }
+
     public synchronized double longestGapMs(long fromNanos, long toNanos) {
         long longest = 0;
         long prev = fromNanos;

@@ -240,24 +240,9 @@ public class GClassTracker {
         ClassLoader cl = w == null ? null : w.getClassLoader();
         if (cl == null || loadedLoaders.containsKey(cl)) return;
         long t0 = System.nanoTime();
-        int n = 0;
-        int failed = 0;
-        java.util.Collection<String> names = w.listResources("/", "*.class",
-                org.osgi.framework.wiring.BundleWiring.LISTRESOURCES_RECURSE
-                        | org.osgi.framework.wiring.BundleWiring.LISTRESOURCES_LOCAL);
-        for (String res : names) {
-            if (res.endsWith("module-info.class") || res.endsWith("package-info.class")) continue;
-            String cn = res.substring(0, res.length() - ".class".length()).replace('/', '.');
-            try {
-                Class.forName(cn, false, cl);
-                n++;
-            } catch (ClassNotFoundException | LinkageError e) {
-                failed++;   // an optional import missing: that class could not run anyway
-            }
-        }
+        int n = io.gatehouse.support.BundleClasses.loadAll(b);
         loadedLoaders.put(cl, Boolean.TRUE);
-        LOG.debug("bundle {}: {} classes loaded ({} not loadable) in {} ms", b.getSymbolicName(), n, failed,
-                (System.nanoTime() - t0) / 1_000_000);
+        LOG.debug("bundle {}: {} classes loaded in {} ms", b.getSymbolicName(), n, (System.nanoTime() - t0) / 1_000_000);
     }
 
     // --- The rules, without OSGi (package-private for tests; each change is told by drain()) ---

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.trqueue;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class PendingFlagsTest {
+    @Test
+    void shouldAnswerLikeAMapWhileItGrowsToItsCapacityAndSortByRowid() {
+        Segment seg = new Segment(Path.of("x.seg"), 1);
+        Random rnd = new Random(3);
+        PendingFlags p = new PendingFlags();
+        for (int round = 0; round < 3; round++) {
+            Map<Long, Integer> ref = new HashMap<>();
+            while (!p.isFull()) {
+                long rowid = 1 + rnd.nextInt(1_000_000);
+                int flag = rnd.nextInt(0x10000);
+                p.put(rowid, seg, (int) rowid * 8, flag);
+                ref.put(rowid, flag);
+                assertEquals(ref.size(), p.size());
+                long probe = 1 + rnd.nextInt(1_000_000);
+                assertEquals(ref.getOrDefault(probe, -7), p.flag(probe, -7), "flag of " + probe);
+            }
+            assertEquals(PendingFlags.CAPACITY, p.size());
+            int[] sorted = p.sortedSlots();
+            for (int i = 1; i < sorted.length; i++) {
+                assertTrue(p.offset(sorted[i - 1]) < p.offset(sorted[i]), "in rowid (file) order");
+            }
+            // the first half written: the rest kept, still found
+            p.keepFrom(sorted, sorted.length / 2);
+            assertEquals(PendingFlags.CAPACITY - sorted.length / 2, p.size());
+            for (Map.Entry<Long, Integer> e : ref.entrySet()) {
+                int got = p.flag(e.getKey(), -1);
+                assertTrue(got == -1 || got == e.getValue());
+            }
+            p.clear();
+            assertTrue(p.isEmpty());
+            assertEquals(-1, p.flag(ref.keySet().iterator().next(), -1));
+        }
+    }
+}
