@@ -37,6 +37,8 @@ class TrQueueServiceTest {
     final List<String> calls = new ArrayList<>();
     Dictionary<String, ?> props;
     Object registered;
+    /** getServiceReferences(TrQueueFactory) finds another revision's factory. */
+    boolean besideAnother;
 
     @SuppressWarnings("unchecked")
     BundleContext context(Version version) {
@@ -52,6 +54,13 @@ class TrQueueServiceTest {
                     switch (m.getName()) {
                         case "getBundle":
                             return bundle;
+                        case "getProperty":
+                            return "gatehouse.data".equals(args[0]) ? tmp.toString() : null;
+                        case "getServiceReferences":
+                            // another trqueue revision serving: this one comes in beside it (a live upgrade)
+                            return besideAnother ? List.of(Proxy.newProxyInstance(getClass().getClassLoader(),
+                                    new Class<?>[] {org.osgi.framework.ServiceReference.class}, (q, n, a) -> null))
+                                    : List.of();
                         case "registerService":
                             calls.add("registerService " + ((Class<?>) args[0]).getName());
                             registered = args[1];
@@ -61,6 +70,22 @@ class TrQueueServiceTest {
                             throw new UnsupportedOperationException(m.getName());
                     }
                 });
+    }
+
+    @Test
+    void shouldWarmUpItsCodeOnlyWhenAnotherRevisionServesAndLeaveNoScratchQueueBehind() throws Exception {
+        try (io.gatehouse.testkit.LogCapture log = new io.gatehouse.testkit.LogCapture()) {
+            TrQueueService first = new TrQueueService(context(new Version(0, 1, 0)));
+            assertEquals(0, log.count("trqueue warmed up beside the revision serving"), "a first start: no warm-up");
+            besideAnother = true;
+            TrQueueService next = new TrQueueService(context(new Version(0, 1, 1)));
+            assertEquals(1, log.count("trqueue warmed up beside the revision serving"));
+            try (java.util.stream.Stream<Path> left = java.nio.file.Files.list(tmp)) {
+                assertEquals(0, left.count(), "the scratch queue is removed");
+            }
+            next.deactivate();
+            first.deactivate();
+        }
     }
 
     @Test
