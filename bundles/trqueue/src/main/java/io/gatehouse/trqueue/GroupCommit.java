@@ -9,9 +9,7 @@ import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 
@@ -61,8 +59,7 @@ final class GroupCommit {
     private final class CoalescedListener {
         final DurableListener listener;
         final Executor executor;
-        final AtomicBoolean scheduled = new AtomicBoolean();
-        final Runnable call = this::call;
+        final CoalescedTask task = new CoalescedTask(this::call);
         /** The listener threw at its last call (read and written by the calls, which never overlap). */
         volatile boolean failed;
 
@@ -72,16 +69,10 @@ final class GroupCommit {
         }
 
         void tell() {
-            if (!scheduled.compareAndSet(false, true)) return;
-            try {
-                executor.execute(call);
-            } catch (RejectedExecutionException e) {
-                scheduled.set(false);
-            }
+            task.schedule(executor);
         }
 
         private void call() {
-            scheduled.set(false);
             DurableMark d = durable;
             try {
                 listener.durable(d.generation(), d.rowid());

@@ -21,7 +21,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A tr_queue over a {@link Topic}. The list is a bit set over rowids (one bit per row of the topic), soft marks
@@ -65,8 +64,7 @@ final class TrQueueImpl implements TrQueue {
      * through its mapping.
      */
     private volatile io.netty.util.concurrent.EventExecutor ownerLoop;
-    private final AtomicBoolean flushScheduled = new AtomicBoolean();
-    private final Runnable flushTask = this::flushTurn;
+    private final CoalescedTask flushTask = new CoalescedTask(this::flushTurn);
     /** A write of the stage failed; said again only after one works. */
     private boolean stageErrorSaid;
     /** How long a thread other than the owner waits for the owner to write its stage (a park, a close). */
@@ -114,18 +112,11 @@ final class TrQueueImpl implements TrQueue {
     /** Asks the owner loop for one {@link #flushTurn}, unless one is on its way. Any thread. */
     private void scheduleFlush() {
         io.netty.util.concurrent.EventExecutor loop = ownerLoop;
-        if (loop == null || flushScheduled.get() || !flushScheduled.compareAndSet(false, true)) return;
-        try {
-            loop.execute(flushTask);
-        } catch (RejectedExecutionException e) {
-            // the loop is going away: whoever closes the queue writes the stage
-            flushScheduled.set(false);
-        }
+        if (loop != null) flushTask.schedule(loop);
     }
 
     /** After the owner loop's turn: what the turn staged goes to the file. */
     private void flushTurn() {
-        flushScheduled.set(false);
         Topic tp = topic;
         if (tp != null && !closed) writeStage(tp);
     }

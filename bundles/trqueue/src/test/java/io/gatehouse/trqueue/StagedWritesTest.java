@@ -111,6 +111,14 @@ class StagedWritesTest {
         }
     }
 
+    /** Opened again by another factory (the files only), the queue loads exactly {@code ids}, in order. */
+    void assertReopenedWith(int maxMessage, List<String> ids) {
+        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, maxMessage);
+        assertEquals(0, again.load());
+        assertEquals(ids, ids(again));
+        again.close();
+    }
+
     static int count(byte[] hay, String needle) {
         byte[] n = needle.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         int c = 0;
@@ -155,10 +163,7 @@ class StagedWritesTest {
         assertEquals(1, onLoop(() -> segmentWrites.get() - afterRows), "60 neighbouring acks: one write");
         q.close();
 
-        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, 4096);
-        assertEquals(0, again.load());
-        assertEquals(range(61, 100), ids(again));
-        again.close();
+        assertReopenedWith(4096, range(61, 100));
     }
 
     @Test
@@ -183,10 +188,7 @@ class StagedWritesTest {
         assertEquals(21, q.durableRowid());
         assertEquals(1, log.count("Queue writes work again"));
         q.close();
-        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, 4096);
-        assertEquals(0, again.load());
-        assertEquals(range(0, 20), ids(again));
-        again.close();
+        assertReopenedWith(4096, range(0, 20));
     }
 
     @Test
@@ -208,10 +210,7 @@ class StagedWritesTest {
         }
         assertEquals(range(1, 4000), onLoop(() -> ids(q)));
         q.close();
-        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, 600_000);
-        assertEquals(0, again.load());
-        assertEquals(range(1, 4000), ids(again));
-        again.close();
+        assertReopenedWith(600_000, range(1, 4000));
     }
 
     @Test
@@ -244,10 +243,7 @@ class StagedWritesTest {
         next.park();
         assertEquals(53, count(segmentFile(), "\"id\":\"m-"));
         taken.close();
-        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, 4096);
-        assertEquals(0, again.load());
-        assertEquals(range(1, 53), ids(again));
-        again.close();
+        assertReopenedWith(4096, range(1, 53));
     }
 
     @Test
@@ -275,9 +271,6 @@ class StagedWritesTest {
         assertNotEquals(gen, q.generation(), "backed up: a new incarnation");
         onLoop(() -> q.append(0, msg(100, 10), 0));
         q.close();
-        TrQueue again = open(new TrQueueFactoryImpl(ops), 1 << 20, 4096);
-        assertEquals(0, again.load());
-        assertEquals(List.of("m-100"), ids(again));
-        again.close();
+        assertReopenedWith(4096, List.of("m-100"));
     }
 }
