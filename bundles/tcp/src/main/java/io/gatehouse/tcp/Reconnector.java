@@ -187,6 +187,7 @@ final class Reconnector {
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, gobj.readLong(Tcp.TIMEOUT_CONNECT)))
                 .option(ChannelOption.RCVBUF_ALLOCATOR, Tcp.recvAllocator(gobj))
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, Tcp.WATER_MARK)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel c) {

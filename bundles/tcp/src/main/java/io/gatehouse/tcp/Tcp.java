@@ -26,6 +26,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.netty.channel.MaxMessagesRecvByteBufAllocator;
 import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
@@ -560,6 +561,15 @@ public final class Tcp implements GObjBehavior {
     GObj gobj() {
         return gobj;
     }
+
+    /**
+     * When a socket's unsent bytes make it unwritable (and writable again under the low mark). Netty's default high
+     * mark, 64 KiB, is {@code output_threshold_bytes}' default too: the batch written before each flush tipped the
+     * socket unwritable just before the flush, every time, and each message after it went through the tx queue and
+     * a drain (7 % of the core loop forwarding at full rate). Four batches up, only a peer that does not read makes it
+     * unwritable; the tx queue's own limits bound what waits beyond.
+     */
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(128 << 10, 256 << 10);
 
     /**
      * The read buffers of this gobj's sockets: {@code rx_buffer_size} to start with, adapted by Netty between 64 B and

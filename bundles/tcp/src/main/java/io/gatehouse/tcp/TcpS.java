@@ -440,6 +440,7 @@ public final class TcpS implements GObjBehavior {
      */
     void accepted(Channel child) {
         child.config().setOption(ChannelOption.TCP_NODELAY, true);
+        child.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, Tcp.WATER_MARK);
         child.config().setAutoRead(false);
         ChannelFuture registered;
         try {
