@@ -101,8 +101,16 @@ final class GroupCommit {
 
     /** Starts the flusher when the policy has one. */
     void start(Scheduler scheduler, long intervalMs) {
-        if (policy == FsyncPolicy.INTERVAL) flushTask = scheduler.every(this::flushTick, intervalMs);
+        if (policy == FsyncPolicy.INTERVAL) {
+            flushTask = scheduler.every(this::flushTick, intervalMs);
+        } else if (policy == FsyncPolicy.ALWAYS) {
+            // ALWAYS forces at each append, or at the end of the owner's turn: the tick only retries a failed force
+            flushTask = scheduler.every(this::flushTick, Math.max(intervalMs, ALWAYS_RETRY_MS));
+        }
     }
+
+    /** How often ALWAYS's flusher looks for written records a failed force left unpromised. */
+    static final long ALWAYS_RETRY_MS = 100;
 
     /** Stops the flusher; a tick already under way still takes the lock, and finds no topic once the queue closed. */
     void stop() {
@@ -135,6 +143,10 @@ final class GroupCommit {
      * written but its durability is not promised. INTERVAL leaves it to the flusher.
      */
     void appended(Topic tp, long generation, long rowid) throws IOException {
+        if (policy == FsyncPolicy.ALWAYS && tp.staging()) {
+            // the owner's turn writes and forces every append of the turn at once (forceWritten)
+            return;
+        }
         if (policy == FsyncPolicy.ALWAYS) {
             tp.forceAll();
             acksForced = acks;
@@ -183,17 +195,26 @@ final class GroupCommit {
 
     /** The flusher thread's group commit. */
     void flushTick() {
-        long target;
         Topic held = topic.get();
         // what the owner still holds is written by it, and forced by a later tick
         if (held != null && held.unwritten()) ownerFlush.run();
+        forceWritten();
+    }
+
+    /**
+     * Forces what is in the file and not forced yet (records up to {@code writtenRowid}, flags), moves the durable
+     * mark and tells the listeners: the flusher's tick, and ALWAYS's end of the owner's turn. Answers false when the
+     * force failed (said once until one works; nothing is promised, and the next tick tries again).
+     */
+    boolean forceWritten() {
+        long target;
         synchronized (lock) {
             Topic tp = topic.get();
-            if (tp == null) return;
+            if (tp == null) return true;
             target = tp.writtenRowid;
             long a = acks;
             DurableMark d = durable;
-            if (d.generation() == tp.generation && target == d.rowid() && a == acksForced) return;
+            if (d.generation() == tp.generation && target == d.rowid() && a == acksForced) return true;
             try {
                 tp.forceAll();
                 fsyncErrorSaid = false;
@@ -202,12 +223,13 @@ final class GroupCommit {
                     fsyncErrorSaid = true;
                     Glog.error(null, "Queue fsync FAILED", "topic_name", name, "cause", e.toString());
                 }
-                return;
+                return false;
             }
             acksForced = a;
             durable = new DurableMark(tp.generation, target);
         }
         tellListeners();
+        return true;
     }
 
     /** Forces everything written so far, on the owner thread (a clean stop; the owner wrote its stage first). */

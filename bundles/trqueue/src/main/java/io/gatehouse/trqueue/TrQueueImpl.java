@@ -123,9 +123,13 @@ final class TrQueueImpl implements TrQueue {
 
     /** Owner thread. */
     private void writeStage(Topic tp) {
-        if (!tp.staging() || !tp.unwritten()) return;
+        boolean always = opts.fsyncPolicy() == FsyncPolicy.ALWAYS;
+        if (!tp.staging() || (!tp.unwritten() && !always)) return;
         try {
-            if (tp.flushStage()) commit.flagWritten();
+            if (tp.unwritten() && tp.flushStage()) commit.flagWritten();
+            // ALWAYS: one force for every append of the turn, before anyone is told they are durable (acks alone
+            // are not forced, as ever: they go with the next force)
+            if (always && commit.durableRowid(generation) != tp.writtenRowid) commit.forceWritten();
             if (stageErrorSaid) {
                 stageErrorSaid = false;
                 Glog.info(null, "Queue writes work again", "topic_name", name);
@@ -382,7 +386,7 @@ final class TrQueueImpl implements TrQueue {
         }
         int sf = tp.systemFlag;
         if (t == 0) t = (sf & SF_T_MS) != 0 ? System.currentTimeMillis() : System.currentTimeMillis() / 1000;
-        if (!tp.staging() && opts.fsyncPolicy() == FsyncPolicy.INTERVAL) {
+        if (!tp.staging() && opts.fsyncPolicy() != FsyncPolicy.NONE) {
             io.netty.util.concurrent.EventExecutor loop = ownerLoop;
             if (loop != null && loop.inEventLoop()) tp.startStaging();
         }
@@ -403,7 +407,8 @@ final class TrQueueImpl implements TrQueue {
             faultSaid = false;
         }
         addToList(rowid);
-        if (tp.writtenRowid != rowid) scheduleFlush();
+        // staged, or (ALWAYS) written through but not forced: the end of the turn does it
+        if (tp.staging() && (tp.writtenRowid != rowid || opts.fsyncPolicy() == FsyncPolicy.ALWAYS)) scheduleFlush();
         try {
             commit.appended(tp, generation, rowid);
         } catch (IOException e) {

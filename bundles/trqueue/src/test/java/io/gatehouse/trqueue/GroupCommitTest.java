@@ -291,7 +291,7 @@ class GroupCommitTest {
     }
 
     @Test
-    void shouldScheduleAFlusherOnlyWhenThePolicyIsInterval() {
+    void shouldScheduleAFlusherForIntervalAndASlowRetryForAlwaysAndNoneForNone() {
         ScheduledExecutorService ses = Executors.newSingleThreadScheduledExecutor();
         try {
             List<Long> intervals = new ArrayList<>();
@@ -302,14 +302,16 @@ class GroupCommitTest {
                 tasks.add(f);
                 return f;
             };
-            commit(FsyncPolicy.ALWAYS, Runnable::run).start(scheduler, 5);
             commit(FsyncPolicy.NONE, Runnable::run).start(scheduler, 5);
             assertEquals(List.of(), intervals);
+            // ALWAYS forces on its own: its tick only retries a force that failed, at most every 100 ms
+            commit(FsyncPolicy.ALWAYS, Runnable::run).start(scheduler, 5);
+            assertEquals(List.of(GroupCommit.ALWAYS_RETRY_MS), intervals);
             GroupCommit c = interval();
             c.start(scheduler, 5);
-            assertEquals(List.of(5L), intervals);
+            assertEquals(List.of(GroupCommit.ALWAYS_RETRY_MS, 5L), intervals);
             c.stop();
-            assertTrue(tasks.get(0).isCancelled());
+            assertTrue(tasks.get(1).isCancelled());
         } finally {
             ses.shutdownNow();
         }

@@ -247,6 +247,38 @@ class StagedWritesTest {
     }
 
     @Test
+    void shouldForceEveryAppendOfATurnOnceUnderAlwaysBeforeTellingAnyone() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "", 0, 0, TrQueueOptions.defaults().withSegmentSize(1 << 20)
+                .withMaxMessageSize(4096).withFsyncPolicy(io.gatehouse.api.queue.FsyncPolicy.ALWAYS));
+        q.onDurable((gen, rowid) -> told.set(rowid), loop);
+        onLoop(() -> q.append(0, msg(0, 10), 0));
+        int forces = ops.forces.get();
+        onLoop(() -> {
+            for (int i = 1; i <= 100; i++) q.append(0, msg(i, 10), 0);
+            assertEquals(1, q.durableRowid(), "nothing promised inside the turn");
+            return null;
+        });
+        onLoop(() -> null);   // after the turn's write and force
+        assertEquals(101, q.durableRowid(), "promised after the turn, without a timer");
+        onLoop(() -> null);   // after the listener's call, which the force queued behind the task above
+        assertEquals(101, told.get());
+        assertTrue(ops.forces.get() - forces <= 2, "one force for the turn's 100 appends: " + (ops.forces.get() - forces));
+        // a force that fails promises nothing; the retry tick forces once the disk works
+        ops.fail((op, p) -> op.equals("force") && p.toString().endsWith(".seg"), "Input/output error");
+        onLoop(() -> q.append(0, msg(200, 10), 0));
+        onLoop(() -> null);
+        assertEquals(101, q.durableRowid());
+        ops.heal();
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (q.durableRowid() != 102 && System.nanoTime() < deadline) Thread.sleep(10);
+        assertEquals(102, q.durableRowid(), "forced by the retry tick");
+        q.close();
+        List<String> all = range(0, 100);
+        all.add("m-200");
+        assertReopenedWith(4096, all);
+    }
+
+    @Test
     void shouldWriteThroughWhenAppendsComeFromAnotherThreadThanTheListenersLoop() throws Exception {
         TrQueue q = open(factory, 1 << 20, 4096);
         q.append(0, msg(1, 10), 0);
