@@ -143,11 +143,9 @@ final class GroupCommit {
      * written but its durability is not promised. INTERVAL leaves it to the flusher.
      */
     void appended(Topic tp, long generation, long rowid) throws IOException {
-        if (policy == FsyncPolicy.ALWAYS && tp.staging()) {
-            // the owner's turn writes and forces every append of the turn at once (forceWritten)
-            return;
-        }
         if (policy == FsyncPolicy.ALWAYS) {
+            // staged: the owner's turn writes and forces every append of the turn at once (forceWritten)
+            if (tp.staging()) return;
             tp.forceAll();
             acksForced = acks;
             publish(generation, rowid);

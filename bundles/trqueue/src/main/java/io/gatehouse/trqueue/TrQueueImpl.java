@@ -59,9 +59,9 @@ final class TrQueueImpl implements TrQueue {
 
     /**
      * The event loop of the first listener given with one ({@link #onDurable}): the queue's owner. With
-     * {@link FsyncPolicy#INTERVAL}, appends made on it stage their frames and flag stores
-     * ({@link Topic#startStaging}), written once per turn of that loop by {@link #flushTask}; null: the topic writes
-     * through its mapping.
+     * {@link FsyncPolicy#INTERVAL} or {@link FsyncPolicy#ALWAYS}, appends made on it stage their frames and flag
+     * stores ({@link Topic#startStaging}), written once per turn of that loop by {@link #flushTask} (and, ALWAYS,
+     * forced there); null: the topic writes through its mapping.
      */
     private volatile io.netty.util.concurrent.EventExecutor ownerLoop;
     private final CoalescedTask flushTask = new CoalescedTask(this::flushTurn);
@@ -118,18 +118,17 @@ final class TrQueueImpl implements TrQueue {
     /** After the owner loop's turn: what the turn staged goes to the file. */
     private void flushTurn() {
         Topic tp = topic;
-        if (tp != null && !closed) writeStage(tp);
+        if (tp != null && !closed) writeStage(tp, opts.fsyncPolicy() == FsyncPolicy.ALWAYS);
     }
 
-    /** Owner thread. */
-    private void writeStage(Topic tp) {
-        boolean always = opts.fsyncPolicy() == FsyncPolicy.ALWAYS;
-        if (!tp.staging() || (!tp.unwritten() && !always)) return;
+    /** Owner thread. {@code force}: ALWAYS's end of turn, which also forces what it wrote before anyone is told. */
+    private void writeStage(Topic tp, boolean force) {
+        if (!tp.staging() || (!tp.unwritten() && !force)) return;
         try {
             if (tp.unwritten() && tp.flushStage()) commit.flagWritten();
             // ALWAYS: one force for every append of the turn, before anyone is told they are durable (acks alone
             // are not forced, as ever: they go with the next force)
-            if (always && commit.durableRowid(generation) != tp.writtenRowid) commit.forceWritten();
+            if (force && commit.durableRowid(generation) != tp.writtenRowid) commit.forceWritten();
             if (stageErrorSaid) {
                 stageErrorSaid = false;
                 Glog.info(null, "Queue writes work again", "topic_name", name);
@@ -152,7 +151,8 @@ final class TrQueueImpl implements TrQueue {
         Topic tp = topic;
         io.netty.util.concurrent.EventExecutor loop = ownerLoop;
         if (tp == null || closed || loop == null || !loop.inEventLoop() || !tp.staging()) return true;
-        writeStage(tp);
+        // the page cache is what the caller needs: ALWAYS's force stays with the end of the turn
+        writeStage(tp, false);
         return tp.writtenRowid == tp.lastRowid;
     }
 
@@ -165,12 +165,13 @@ final class TrQueueImpl implements TrQueue {
         Topic tp = topic;
         if (tp == null || !tp.staging() || !tp.unwritten()) return;
         io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+        boolean force = opts.fsyncPolicy() == FsyncPolicy.ALWAYS;
         if (loop == null || loop.inEventLoop() || loop.isShuttingDown()) {
-            writeStage(tp);
+            writeStage(tp, force);
             return;
         }
         try {
-            loop.submit(() -> writeStage(tp)).get(OWNER_FLUSH_WAIT_MS, TimeUnit.MILLISECONDS);
+            loop.submit(() -> writeStage(tp, force)).get(OWNER_FLUSH_WAIT_MS, TimeUnit.MILLISECONDS);
             return;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -178,7 +179,7 @@ final class TrQueueImpl implements TrQueue {
             Glog.warn(null, "Queue owner did not write its stage, written here", "topic_name", name,
                     "cause", e.toString());
         }
-        writeStage(tp);
+        writeStage(tp, force);
     }
 
     // --- Identity ---
