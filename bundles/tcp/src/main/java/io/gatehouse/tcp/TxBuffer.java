@@ -25,6 +25,13 @@ import java.util.List;
  * on a worker loop, whose flush hands the batch over in one task. It reads its limits from the gobj's attributes
  * when it needs them, counts {@code txMsgs} / {@code txBytes}, tells Tcp of each write (traffic, for the inactivity
  * model) and publishes nothing: {@link #drain} tells the caller when EV_TX_READY is due. Core loop only.
+ *
+ * <p>Small messages written between two flushes are copied into one batch buffer before they reach the socket.
+ * Netty keeps an outbound entry per write, and for 128-byte messages the bookkeeping of those entries (adding,
+ * gathering them into the iovec, removing them byte by byte after the write) cost about a fifth of the core loop in
+ * a relay profile, more than the copy of a few hundred bytes. A message alone until the flush is handed over as it
+ * is, without a copy; a large one goes over as it is, after what was batched before it, so the order holds. A batch
+ * is at most {@link #BATCH_MAX} bytes, so the bytes held here stay small beside the socket's water mark.
  */
 final class TxBuffer {
     private final Tcp tcp;
@@ -41,6 +48,18 @@ final class TxBuffer {
     private boolean flushScheduled;
     private int unflushedMsgs;
     private long unflushedBytes;
+    /** Messages up to this size are copied into the batch; larger ones go to the socket as they are. */
+    static final int COALESCE_MAX = 2048;
+    static final int BATCH_MIN = 512;
+    static final int BATCH_MAX = 16 * 1024;
+    /**
+     * What was written and not yet handed to the sink: the one message written since the last hand-over, as it was
+     * given, or (once a second came) the batch buffer this owns, holding copies of them all.
+     */
+    private ByteBuf pending;
+    private boolean pendingIsBatch;
+    /** The size the last batch reached: the next one starts there, so a steady flow does not regrow each time. */
+    private int lastBatchBytes = BATCH_MIN;
     /** Messages thrown away by {@code drop_oldest} since the queue last emptied. */
     private final Streak thrownAway = new Streak();
 
@@ -58,6 +77,10 @@ final class TxBuffer {
 
     /** The socket is gone: nothing is written any more; what is queued stays until {@link #discard}. */
     void detach() {
+        if (pending != null) {
+            pending.release();   // the socket went before the flush: Netty drops what it holds unflushed the same way
+            pending = null;
+        }
         ch = null;
         sink = null;
         unflushedMsgs = 0;
@@ -140,7 +163,9 @@ final class TxBuffer {
         if (unflushedMsgs == 0) return;
         unflushedMsgs = 0;
         unflushedBytes = 0;
-        if (ch != null) sink.flush(ch);
+        if (ch == null) return;
+        handOver();
+        sink.flush(ch);
     }
 
     /** True when something was written and not flushed yet. */
@@ -187,7 +212,12 @@ final class TxBuffer {
 
     private void write(ByteBuf buf) {
         int n = buf.readableBytes();
-        sink.write(ch, buf);
+        if (n <= COALESCE_MAX) {
+            stage(buf, n);
+        } else {
+            handOver();
+            sink.write(ch, buf);
+        }
         gobj.inc(Tcp.TX_MSGS);
         gobj.add(Tcp.TX_BYTES, n);
         if (gobj.isTraced(Tcp.TRACE_TRAFFIC)) Glog.info(gobj, "write", "bytes", n);
@@ -202,6 +232,40 @@ final class TxBuffer {
             flushScheduled = true;
             loop.execute(flushTask);
         }
+    }
+
+    /** Keeps a small message for the next hand-over: as it is while it is alone, else copied into the batch. */
+    private void stage(ByteBuf buf, int n) {
+        if (pending == null) {
+            pending = buf;
+            pendingIsBatch = false;
+            return;
+        }
+        if (!pendingIsBatch) {
+            int first = pending.readableBytes();
+            ByteBuf batch = ch.alloc().ioBuffer(Math.min(BATCH_MAX, Math.max(lastBatchBytes, first + n)), BATCH_MAX);
+            batch.writeBytes(pending, pending.readerIndex(), first);
+            pending.release();
+            pending = batch;
+            pendingIsBatch = true;
+        }
+        if (pending.maxWritableBytes() < n) {
+            handOver();
+            pending = buf;
+            pendingIsBatch = false;
+            return;
+        }
+        // The source's own indexes stay as they were: whoever handed it over may hold another view of it.
+        pending.writeBytes(buf, buf.readerIndex(), n);
+        buf.release();
+    }
+
+    /** Gives the sink what was staged, so that what comes next is written after it. */
+    private void handOver() {
+        if (pending == null) return;
+        if (pendingIsBatch) lastBatchBytes = Math.max(BATCH_MIN, pending.readableBytes());
+        sink.write(ch, pending);
+        pending = null;
     }
 
     /** Queues with the overflow policy; false when it closes. */
