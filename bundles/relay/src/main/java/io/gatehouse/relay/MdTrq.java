@@ -12,7 +12,6 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.JsonScan;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.PooledByteBufAllocator;
 
 import java.io.IOException;
 import java.math.BigInteger;
@@ -107,7 +106,7 @@ final class MdTrq extends JsonScan {
      * passed on, so the ack does not depend on what the output does with it.
      */
     ByteBuf startAck() {
-        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, (mdTo - mdFrom) + ACK_HEAD.length + 20);
+        ByteBuf out = Gbuffers.allocateHeap((mdTo - mdFrom) + ACK_HEAD.length + 20);
         out.writeBytes(ACK_HEAD);
         // the md's bytes between its braces, whitespace outside strings left out (no escapes: quotes toggle)
         int last = mdTo - 1;
@@ -165,7 +164,7 @@ final class MdTrq extends JsonScan {
 
     /** A buffer holding {@code start} ({@link #ackStart}), with room for the result and the braces after it. */
     static ByteBuf startAck(byte[] start) {
-        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, start.length + 16);
+        ByteBuf out = Gbuffers.allocateHeap(start.length + 16);
         out.writeBytes(start);
         return out;
     }
@@ -204,7 +203,7 @@ final class MdTrq extends JsonScan {
             }
             size += k.length() + 4;
         }
-        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, size);
+        ByteBuf out = Gbuffers.allocateHeap(size);
         out.writeBytes(ACK_HEAD);
         for (Iterator<Map.Entry<String, JsonNode>> it = md.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
