@@ -12,9 +12,11 @@ import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,6 +46,8 @@ public final class YunoRuntime implements AutoCloseable {
     private final NioEventLoopGroup ioGroup;
     private final YunoImpl yuno;
     private volatile boolean closed;
+    /** The data directory this runtime made for itself (none was given): removed on close, no one else knows it. */
+    private final Path madeDataDir;
 
     private YunoRuntime(Builder b) {
         int io = b.ioThreads >= 0 ? b.ioThreads : ConfigReader.ioThreadsOf(b.config);
@@ -56,6 +60,7 @@ public final class YunoRuntime implements AutoCloseable {
                 throw new IllegalStateException("no data directory", e);
             }
         }
+        this.madeDataDir = b.dataDir == null ? data : null;
         this.group = new NioEventLoopGroup(1, new DefaultThreadFactory("gatehouse-core-" + b.name, false));
         // Daemon threads: the core thread is what keeps a process alive; a worker left behind by a bug must not.
         this.ioGroup = io == 0 ? null : new NioEventLoopGroup(io, new DefaultThreadFactory("gatehouse-io-" + b.name, true));
@@ -79,7 +84,8 @@ public final class YunoRuntime implements AutoCloseable {
             }
         } catch (RuntimeException e) {
             if (ioGroup != null) ioGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+            if (madeDataDir != null) removeTree(madeDataDir);
             throw e;
         }
     }
@@ -293,6 +299,16 @@ public final class YunoRuntime implements AutoCloseable {
         // (they release what was read or queued for those sockets).
         if (ioGroup != null) ioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        if (madeDataDir != null) removeTree(madeDataDir);
+    }
+
+    /** Best effort: a file still held open elsewhere only leaves a temp directory behind. */
+    private static void removeTree(Path dir) {
+        try (var paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // nothing to do: the directory is in the temp dir
+        }
     }
 
     public static final class Builder {
