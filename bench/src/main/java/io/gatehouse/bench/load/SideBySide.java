@@ -35,7 +35,10 @@ import java.util.stream.Stream;
  * The same load, in the same JVM run, through:
  * <ol type="a">
  *   <li>{@code raw-proxy}: the baseline every other config is a ratio to: a raw Netty TCP4H forwarder on one
- *       event loop ({@link RawProxy}) in front of one acking raw sink, the cheapest correct hop;</li>
+ *       event loop ({@link RawProxy}) in front of one acking raw sink, the cheapest correct hop; it copies the
+ *       small frames of one flush into one buffer, as C_TCP does;</li>
+ *   <li>{@code raw-proxy-per-frame}: the same forwarder with one Netty write per frame (the baseline before
+ *       C_TCP coalesced its writes, kept to compare with earlier figures);</li>
  *   <li>{@code raw}: the producer straight into an acking raw sink (no hop: half the work of any forwarder);</li>
  *   <li>{@code iogate}: Gatehouse, producer → C_IOGATE (C_TCP_S) → C_RELAY → C_IOGATE (send_type 2, one channel
  *       per sink) → 2 raw sinks; the relay acks once the output took the message; nothing stored;</li>
@@ -59,9 +62,10 @@ import java.util.stream.Stream;
  */
 public final class SideBySide {
     static final String BASELINE = "raw-proxy";
+    static final String BASELINE_PER_FRAME = "raw-proxy-per-frame";
     /** The config that forces once per record: each of its runs is followed by the disk's fsync rate. */
     static final String ALWAYS = "qiogate-always";
-    static final List<String> ALL = List.of(BASELINE, "raw", "iogate", "qiogate-none", "qiogate-interval",
+    static final List<String> ALL = List.of(BASELINE, BASELINE_PER_FRAME, "raw", "iogate", "qiogate-none", "qiogate-interval",
             "qiogate-always", "mq2", "mq4");
     /** Issue 17's paths: the relay that stores nothing, one durable queue, the demo's two queues. */
     static final List<String> DEFAULT = List.of(BASELINE, "iogate", "qiogate-interval", "mq2");
@@ -275,13 +279,13 @@ public final class SideBySide {
                 Cost cost = new Cost(null, delivery);
                 return cost.of(body.run(x, delivery, sinkList));
             }
-            if (cfg.equals(BASELINE)) {
-                try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port())) {
+            if (cfg.equals(BASELINE) || cfg.equals(BASELINE_PER_FRAME)) {
+                try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port(), cfg.equals(BASELINE))) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
                     Cost cost = new Cost(proxy.thread(), delivery);
                     LoadGen.Result r = cost.of(body.run(x, delivery, sinkList));
-                    System.out.println("# raw-proxy " + proxy.stats());
+                    System.out.println("# " + cfg + " " + proxy.stats());
                     return r;
                 }
             }
