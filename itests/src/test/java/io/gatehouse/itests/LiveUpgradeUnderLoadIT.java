@@ -108,6 +108,8 @@ public class LiveUpgradeUnderLoadIT extends ITSupport {
         return options(base(), allGatehouseBundles(),
             mavenBundle("org.apache.felix", "org.apache.felix.fileinstall").versionAsInProject(),
             frameworkProperty("felix.fileinstall.dir").value(deploy.toString()),
+            // in the test's directory, not a fileinstall-<random> left in /tmp by a container that does not exit
+            frameworkProperty("felix.fileinstall.tmpdir").value(dir.resolve("fileinstall-tmp").toString()),
             frameworkProperty("felix.fileinstall.poll").value("100"),
             frameworkProperty("felix.fileinstall.noInitialDelay").value("true"),
             frameworkProperty("gatehouse.deploy.dir").value(deploy.toString()),

@@ -76,6 +76,8 @@ public class UpdateBundleBadInputIT extends ITSupport {
         return options(base(), gatehouseBundles("api", "core", "relay", "sink"), yunoConfig("hotswap.json"),
             mavenBundle("org.apache.felix", "org.apache.felix.fileinstall").versionAsInProject(),
             frameworkProperty("felix.fileinstall.dir").value(deploy.toString()),
+            // in the test's directory, not a fileinstall-<random> left in /tmp by a container that does not exit
+            frameworkProperty("felix.fileinstall.tmpdir").value(dir.resolve("fileinstall-tmp").toString()),
             frameworkProperty("felix.fileinstall.poll").value("100"),
             frameworkProperty("felix.fileinstall.noInitialDelay").value("true"),
             frameworkProperty("gatehouse.deploy.dir").value(deploy.toString()),
