@@ -40,8 +40,14 @@ final class RecordTm extends JsonScan {
             for (int k = from; k < to; k++) {
                 if (a[k] == '.' || a[k] == 'e' || a[k] == 'E') return 0;   // a double: not integral
             }
-            String digits = new String(a, from, to - from, StandardCharsets.US_ASCII);
-            return to - from <= 18 ? Long.parseLong(digits) : new BigInteger(digits).longValue();
+            if (to - from <= 18) {
+                // a JSON integer the scan checked, at most 18 digits: it fits, and no String per record is made
+                boolean negative = c == '-';
+                long v = 0;
+                for (int k = negative ? from + 1 : from; k < to; k++) v = v * 10 + (a[k] - '0');
+                return negative ? -v : v;
+            }
+            return new BigInteger(new String(a, from, to - from, StandardCharsets.US_ASCII)).longValue();
         }
         if (c != '"') return 0;
         JsonNode text = node(from, to);
