@@ -19,6 +19,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class GbuffersTest {
 
+    /** The numbers of queue metadata, acks and message ids (trqueue, C_KAFKA, C_PROT_HTTP_SR) are written by it. */
+    @Test
+    void shouldWriteLongsInDecimalAsLongToStringDoes() {
+        long[] values = {0, 1, 7, 9, 10, 99, 100, 4711, 1_733_000_000_000L, 1764428000123L, Long.MAX_VALUE,
+            -1, -10, -4711, Long.MIN_VALUE + 1, Long.MIN_VALUE};
+        for (long v : values) {
+            ByteBuf b = Unpooled.buffer(1, 64);   // grows on the way, from no room at all
+            try {
+                b.writeByte('x');
+                Gbuffers.writeDecimal(b, v);
+                assertEquals("x" + v, b.toString(StandardCharsets.US_ASCII));
+            } finally {
+                b.release();
+            }
+        }
+    }
+
     @Test
     void shouldReserveRoomAndWriteATcp4hHeaderInPlace() {
         ByteBuf b = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, 5);

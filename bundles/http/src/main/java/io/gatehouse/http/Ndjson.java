@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.Gbuffers;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -95,7 +96,7 @@ final class Ndjson {
         out.writeBytes(a, start, (empty ? start + 1 : close) - start);
         if (!empty) out.writeByte(',');
         out.writeBytes(mdHead);
-        writeInt(out, msg);
+        Gbuffers.writeDecimal(out, msg);
         out.writeByte('}').writeByte('}');
     }
 
@@ -105,16 +106,6 @@ final class Ndjson {
                 + req + new String(MD_MSG, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
     }
 
-    /** The decimal digits of {@code v} (not negative). */
-    private static void writeInt(ByteBuf out, int v) {
-        if (v < 10) {
-            out.writeByte('0' + v);
-            return;
-        }
-        int div = 1;
-        while (v / div >= 10) div *= 10;
-        for (; div > 0; div /= 10) out.writeByte('0' + (v / div) % 10);
-    }
 
     private static boolean isSpace(byte b) {
         return b == ' ' || b == '\t' || b == '\r' || b == '\n';

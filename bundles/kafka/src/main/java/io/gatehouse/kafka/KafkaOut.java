@@ -1017,13 +1017,13 @@ public final class KafkaOut implements GObjBehavior {
     private void answerQueue(long rowid, long t, long gen, int result) {
         ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
         b.writeBytes(ACK_ROWID);
-        writeLong(b, rowid);
+        Gbuffers.writeDecimal(b, rowid);
         b.writeBytes(ACK_T);
-        writeLong(b, t);
+        Gbuffers.writeDecimal(b, t);
         b.writeBytes(ACK_GEN);
-        writeLong(b, gen);
+        Gbuffers.writeDecimal(b, gen);
         b.writeBytes(ACK_RESULT);
-        writeLong(b, result);
+        Gbuffers.writeDecimal(b, result);
         b.writeBytes(ACK_END);
         gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
     }
@@ -1040,21 +1040,6 @@ public final class KafkaOut implements GObjBehavior {
 
     private static boolean isLong(JsonNode n) {
         return n != null && n.isIntegralNumber() && n.canConvertToLong();
-    }
-
-    /** A long in decimal, no String made. */
-    static void writeLong(ByteBuf b, long v) {
-        if (v == Long.MIN_VALUE) {
-            b.writeCharSequence(Long.toString(v), StandardCharsets.US_ASCII);
-            return;
-        }
-        if (v < 0) {
-            b.writeByte('-');
-            v = -v;
-        }
-        long p = 1;
-        while (p <= v / 10) p *= 10;
-        for (; p > 0; p /= 10) b.writeByte((int) ('0' + (v / p) % 10));
     }
 
     private KafkaLink.Builder builder(long seq) {

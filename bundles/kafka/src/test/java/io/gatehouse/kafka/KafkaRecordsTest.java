@@ -132,16 +132,6 @@ class KafkaRecordsTest {
     }
 
     @Test
-    void shouldWriteLongsInDecimal() {
-        for (long v : new long[] {0, 1, 9, 10, 99, 100, -1, -10, 1764428000123L, Long.MAX_VALUE, Long.MIN_VALUE}) {
-            ByteBuf b = Unpooled.buffer();
-            KafkaOut.writeLong(b, v);
-            assertEquals(Long.toString(v), b.toString(StandardCharsets.US_ASCII));
-            b.release();
-        }
-    }
-
-    @Test
     void shouldWriteTheDigitsOfTheMsgIdAsLongToStringDoes() {
         for (long v : new long[] {0, 1, 9, 10, 99, 100, 4711, 1764600000123L, Long.MAX_VALUE, -1, -10, -4711,
                 Long.MIN_VALUE + 1, Long.MIN_VALUE}) {

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.POJONode;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
+import io.gatehouse.support.Gbuffers;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -265,11 +266,11 @@ final class RecordJson {
         if (p.length > 2) out.writeByte(',');
         // Bytes and digits written straight: a string built per message cost more than the rest of this method.
         out.writeBytes(MD_ROWID_OPEN);
-        decimal(m.rowid, out);
+        Gbuffers.writeDecimal(out, m.rowid);
         out.writeBytes(MD_T_FIELD);
-        decimal(m.t, out);
+        Gbuffers.writeDecimal(out, m.t);
         out.writeBytes(MD_GEN_FIELD);
-        decimal(m.generation, out);
+        Gbuffers.writeDecimal(out, m.generation);
         out.writeByte('}');
         out.writeByte('}');
         return true;
@@ -280,35 +281,6 @@ final class RecordJson {
     private static final byte[] MD_T_FIELD = (",\"" + MSG_T + "\":").getBytes(StandardCharsets.US_ASCII);
     private static final byte[] MD_GEN_FIELD = (",\"" + MSG_GEN + "\":").getBytes(StandardCharsets.US_ASCII);
 
-    /** {@code v} in decimal ASCII, as {@link Long#toString} writes it: two digits per division, as it does. */
-    static void decimal(long v, ByteBuf out) {
-        if (v < 0) {
-            out.writeCharSequence(Long.toString(v), StandardCharsets.US_ASCII);
-            return;
-        }
-        byte[] d = new byte[20];
-        int p = d.length;
-        while (v >= 100) {
-            int r = (int) (v % 100);
-            v /= 100;
-            d[--p] = DIGIT_ONES[r];
-            d[--p] = DIGIT_TENS[r];
-        }
-        int r = (int) v;
-        d[--p] = DIGIT_ONES[r];
-        if (r >= 10) d[--p] = DIGIT_TENS[r];
-        out.writeBytes(d, p, d.length - p);
-    }
-
-    private static final byte[] DIGIT_TENS = new byte[100];
-    private static final byte[] DIGIT_ONES = new byte[100];
-
-    static {
-        for (int i = 0; i < 100; i++) {
-            DIGIT_TENS[i] = (byte) ('0' + i / 10);
-            DIGIT_ONES[i] = (byte) ('0' + i % 10);
-        }
-    }
 
     private static int indexOf(byte[] a, byte[] key) {
         outer:

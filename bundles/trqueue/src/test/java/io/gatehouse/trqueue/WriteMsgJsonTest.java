@@ -31,21 +31,6 @@ class WriteMsgJsonTest {
     }
 
     @Test
-    void shouldWriteNumbersInTheMetadataAsLongToStringDoes() {
-        long[] values = {0, 7, 9, 10, 99, 100, 1_733_000_000_000L, Long.MAX_VALUE, -1, -10, Long.MIN_VALUE};
-        for (long v : values) {
-            ByteBuf b = Unpooled.buffer(1, 64);   // grows on the way, from no room at all
-            try {
-                b.writeByte('x');
-                RecordJson.decimal(v, b);
-                assertEquals("x" + v, b.toString(StandardCharsets.US_ASCII));
-            } finally {
-                b.release();
-            }
-        }
-    }
-
-    @Test
     void shouldWriteTheBytesOfMsgJsonSerialisedWhenCopyingTheStoredRecord() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
         List<String> messages = List.of(
