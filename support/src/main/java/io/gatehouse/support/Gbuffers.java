@@ -6,6 +6,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
 
+import java.nio.charset.StandardCharsets;
+
 /**
  * Buffers for message payloads (gbuffers) with room reserved in front of them, so the protocol gobj below
  * writes its frame header in place instead of copying the payload behind the header into a second buffer.
@@ -45,9 +47,7 @@ public final class Gbuffers {
      * {@link #HEADROOM} bytes reserved before its reader index. Write the payload with the write methods.
      */
     public static ByteBuf allocate(ByteBufAllocator alloc, int payloadCapacity) {
-        ByteBuf b = alloc.buffer(HEADROOM + Math.max(0, payloadCapacity));
-        b.setIndex(HEADROOM, HEADROOM);
-        return b;
+        return withHeadroom(alloc.buffer(HEADROOM + Math.max(0, payloadCapacity)));
     }
 
     /** {@link #allocate} with the default allocator. */
@@ -61,9 +61,11 @@ public final class Gbuffers {
      * sampled by Netty's leak detector, whose stack trace per sample cost more than such a buffer in a relay profile.
      */
     public static ByteBuf allocateHeap(int payloadCapacity) {
-        ByteBuf b = UnpooledByteBufAllocator.DEFAULT.heapBuffer(HEADROOM + Math.max(0, payloadCapacity));
-        b.setIndex(HEADROOM, HEADROOM);
-        return b;
+        return withHeadroom(UnpooledByteBufAllocator.DEFAULT.heapBuffer(HEADROOM + Math.max(0, payloadCapacity)));
+    }
+
+    private static ByteBuf withHeadroom(ByteBuf b) {
+        return b.setIndex(HEADROOM, HEADROOM);
     }
 
     /**
@@ -72,7 +74,7 @@ public final class Gbuffers {
      */
     public static void writeDecimal(ByteBuf out, long v) {
         if (v == Long.MIN_VALUE) {
-            out.writeCharSequence(Long.toString(v), java.nio.charset.StandardCharsets.US_ASCII);
+            out.writeCharSequence(Long.toString(v), StandardCharsets.US_ASCII);
             return;
         }
         byte[] d = new byte[20];
