@@ -22,6 +22,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -232,14 +233,18 @@ class StagedWritesTest {
         // park from another thread than the owner: the owner writes what it staged
         onLoop(() -> taken.append(0, msg(52, 20), 0));
         // the loop is busy when park comes from this thread: park waits for the owner to write what it staged
+        // (park comes once 53 is staged: before that, the loop would append it after the park and no write would miss)
+        CountDownLatch staged = new CountDownLatch(1);
         loop.execute(() -> {
             taken.append(0, msg(53, 20), 0);
+            staged.countDown();
             try {
                 Thread.sleep(300);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         });
+        assertTrue(staged.await(5, TimeUnit.SECONDS));
         next.park();
         assertEquals(53, count(segmentFile(), "\"id\":\"m-"));
         taken.close();
