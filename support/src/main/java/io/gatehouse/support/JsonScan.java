@@ -35,7 +35,7 @@ public class JsonScan {
     public static final int MAX_BYTES = 16 * 1024 * 1024;
     private static final int MAX_NUMBER = 100;
     /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
-    private static final int MAX_NAME = 50_000;
+    protected static final int MAX_NAME = 50_000;
 
     /** {@link #field}: the object has no field of that name. */
     public static final int ABSENT = -1;
@@ -275,7 +275,7 @@ public class JsonScan {
     }
 
     /** A multi-byte UTF-8 sequence at {@code k} (well formed: no overlong form, no surrogate, at most U+10FFFF). */
-    private int utf8(int k) {
+    protected final int utf8(int k) {
         int b0 = a[k] & 0xff;
         int len;
         int min2;

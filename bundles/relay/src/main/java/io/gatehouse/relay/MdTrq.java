@@ -249,7 +249,7 @@ final class MdTrq extends JsonScan {
         return (ObjectNode) node();
     }
 
-    // --- The record: the message's bytes as a queue stores its dict ---
+    // --- The record: the message's bytes as a queue stores its dict, taken in the same walk as the scan ---
 
     /** Keys held for the duplicate check of the objects being walked; deeper or wider messages are not vouched for. */
     private static final int MAX_RECORD_KEYS = 256;
@@ -257,112 +257,250 @@ final class MdTrq extends JsonScan {
     private static final int MAX_OBJECT_KEYS = 64;
     private byte[] rec = new byte[512];
     private int ro;
+    /** While the walk of {@link #scanRecord} has seen only what Jackson writes as it is: the record is being copied. */
+    private boolean recOk;
+    /** Whether the last string {@link #recStringEnd} walked is what Jackson writes for its text. */
+    private boolean canonical;
     private final int[] recKeyFrom = new int[MAX_RECORD_KEYS];
     private final int[] recKeyTo = new int[MAX_RECORD_KEYS];
     private int recKeys;
 
     /**
-     * After {@link #FOUND} or {@link #NONE}: the record a queue stores for the message's dict (the tree without its
-     * top-level {@code __md_trq__}, written compact by Jackson), taken from the bytes: whitespace outside strings
-     * left out, every top-level {@code __md_trq__} member cut out, everything else copied. Null when the bytes are
-     * not already in the form Jackson writes, so that a copy would differ from what it writes for the dict: a
-     * string with an escape Jackson does not write ({@code \/}, {@code \\u0041} written as a letter, lowercase hex) or a 4-byte UTF-8
-     * character, a number with a fraction or an exponent or {@code -0}, a key given twice in an object, an
-     * {@code __x} metadata key (a queue may strip it) other than the top-level {@code __md_trq__}, more keys than
-     * this check holds. A null answer sends the message the old way (its dict).
+     * {@link #scan} that also takes the record a queue stores for the message's dict, in the same walk: the answer
+     * is the scan's for every input, and after {@link #FOUND} or {@link #NONE} {@link #record} gives the record or
+     * null. The walk checks the bytes as strictly as {@link #scan} and copies them as it goes; it stops copying,
+     * not checking, at the first thing Jackson would write otherwise. One pass instead of a scan and then a second
+     * walk for the record: the two walks were an eighth of the durable path's core loop.
      */
-    byte[] record() {
+    int scanRecord(ByteBuf buf) {
+        mdFrom = -1;
+        recOk = false;
+        if (!load(buf)) return UNSURE;
+        int i = ws(0);
+        if (i >= n || a[i] != '{') return UNSURE;
         if (rec.length < n) rec = new byte[Math.max(n, rec.length * 2)];
         ro = 0;
         recKeys = 0;
-        int i = recValue(ws(0), true);
-        if (i < 0) return null;
+        recOk = true;
+        if (recObject(i, 1, true) < 0) {
+            mdFrom = -1;
+            recOk = false;
+            return UNSURE;
+        }
+        return mdFrom < 0 ? NONE : FOUND;
+    }
+
+    /**
+     * After {@link #scanRecord} answered {@link #FOUND} or {@link #NONE}: the record a queue stores for the message's
+     * dict (the tree without its top-level {@code __md_trq__}, written compact by Jackson), taken from the bytes:
+     * whitespace outside strings left out, every top-level {@code __md_trq__} member cut out, everything else
+     * copied. Null when the bytes are not already in the form Jackson writes, so that a copy would differ from what
+     * it writes for the dict: a string with an escape Jackson does not write ({@code \/}, {@code \u0041} written as a
+     * letter, lowercase hex) or a 4-byte UTF-8 character, a number with a fraction or an exponent or {@code -0}, a
+     * key given twice in an object, an {@code __x} metadata key (a queue may strip it) other than the top-level
+     * {@code __md_trq__}, more keys than this check holds. A null answer sends the message the old way (its dict).
+     */
+    byte[] record() {
+        if (!recOk) return null;
         byte[] out = java.util.Arrays.copyOf(rec, ro);
         if (rec.length > KEEP) rec = new byte[512];
         return out;
     }
 
-    /** Copies the value at {@code i} in Jackson's form; the index after it, or -1 when it is not in that form. */
-    private int recValue(int i, boolean top) {
-        byte c = a[i];
-        switch (c) {
-            case '{': return recObject(i, top);
-            case '[': {
-                rec[ro++] = '[';
-                i = ws(i + 1);
-                if (a[i] == ']') {
-                    rec[ro++] = ']';
-                    return i + 1;
-                }
-                while (true) {
-                    i = recValue(i, false);
-                    if (i < 0) return -1;
-                    i = ws(i);
-                    if (a[i] == ']') {
-                        rec[ro++] = ']';
-                        return i + 1;
-                    }
-                    rec[ro++] = ',';
-                    i = ws(i + 1);
-                }
-            }
-            case '"': return recString(i);
-            case 't': case 'n': return recCopy(i, i + 4);
-            case 'f': return recCopy(i, i + 5);
-            default: {
-                int k = i;
-                while (k < n && (isDigit(a[k]) || a[k] == '-' || a[k] == '+' || a[k] == '.' || a[k] == 'e' || a[k] == 'E')) {
-                    if (a[k] == '.' || a[k] == 'e' || a[k] == 'E') return -1;   // a double: Jackson writes it its way
-                    k++;
-                }
-                if (k - i == 2 && a[i] == '-' && a[i + 1] == '0') return -1;   // -0 is written 0
-                return recCopy(i, k);
-            }
-        }
-    }
-
-    private int recCopy(int from, int to) {
-        System.arraycopy(a, from, rec, ro, to - from);
-        ro += to - from;
-        return to;
-    }
-
-    private int recObject(int i, boolean top) {
-        rec[ro++] = '{';
+    /**
+     * An object at {@code i} that is {@code depth} deep, checked as {@link #object} checks it (the top one as
+     * {@link #topObject}: its metadata found, a key spelt with escapes not vouched for) and copied while
+     * {@link #recOk}.
+     */
+    private int recObject(int i, int depth, boolean top) {
+        if (depth > MAX_DEPTH) return -1;
+        emit('{');
         int base = recKeys;
         boolean firstOut = true;
-        i = ws(i + 1);
-        if (a[i] == '}') {
-            rec[ro++] = '}';
-            return i + 1;
+        i = first(i, '}');
+        if (i <= 0) {
+            emit('}');
+            return ~i;
         }
         while (true) {
             int ks = i;
-            int ke = canonicalEnd(ks);
-            if (ke < 0 || !newKey(base, ks, ke)) return -1;
-            boolean md = top && equalsAt(ks, ke, MD_KEY);
-            if (!md && metadataKey(ks, ke)) return -1;
-            i = ws(ke);   // the colon
-            i = ws(i + 1);
+            i = recKey(i);
+            if (i < 0) return -1;
+            int ke = i;
+            boolean md = false;
+            if (top) {
+                if (escaped(ks, ke)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
+                md = equalsAt(ks, ke, MD_KEY);
+            }
+            if (recOk && (!canonical || !newKey(base, ks, ke) || (!md && metadataKey(ks, ke)))) recOk = false;
+            i = colon(i);
+            if (i < 0) return -1;
             if (md) {
-                i = value(i, 1);   // cut out: the queue never stores it
-                if (i < 0) return -1;
+                // cut out of the record: the queue never stores it
+                if (i < n && a[i] == '{') {
+                    int vs = i;
+                    i = mdObject(i);
+                    if (i < 0) return -1;
+                    mdFrom = vs;
+                    mdTo = i;
+                } else {
+                    mdFrom = -1;   // a later __md_trq__ that is no object hides an earlier one (the last wins)
+                    i = value(i, 1);
+                    if (i < 0) return -1;
+                }
             } else {
-                if (!firstOut) rec[ro++] = ',';
-                firstOut = false;
-                recCopy(ks, ke);
-                rec[ro++] = ':';
-                i = recValue(i, false);
+                if (recOk) {
+                    if (!firstOut) rec[ro++] = ',';
+                    firstOut = false;
+                    copy(ks, ke);
+                    rec[ro++] = ':';
+                }
+                i = recValue(i, depth);
                 if (i < 0) return -1;
             }
-            i = ws(i);
-            if (a[i] == '}') {
-                rec[ro++] = '}';
+            i = next(i, '}');
+            if (i <= 0) {
+                if (i == 0) return -1;
+                emit('}');
                 recKeys = base;
-                return i + 1;
+                return ~i;
             }
-            i = ws(i + 1);   // after the comma
         }
+    }
+
+    /** An array at {@code i} that is {@code depth} deep, checked as {@link #array} checks it, copied while {@link #recOk}. */
+    private int recArray(int i, int depth) {
+        if (depth > MAX_DEPTH) return -1;
+        emit('[');
+        i = first(i, ']');
+        if (i <= 0) {
+            emit(']');
+            return ~i;
+        }
+        while (true) {
+            i = recValue(i, depth);
+            if (i < 0) return -1;
+            i = next(i, ']');
+            if (i <= 0) {
+                if (i == 0) return -1;
+                emit(']');
+                return ~i;
+            }
+            emit(',');
+        }
+    }
+
+    /** A value at {@code i} in a container {@code depth} deep, checked as {@link #value} checks it, copied while {@link #recOk}. */
+    private int recValue(int i, int depth) {
+        if (i < 0 || i >= n) return -1;
+        byte c = a[i];
+        switch (c) {
+            case '{': return recObject(i, depth + 1, false);
+            case '[': return recArray(i, depth + 1);
+            case '"': {
+                int end = recStringEnd(i);
+                if (end < 0) return -1;
+                if (recOk) {
+                    if (canonical) {
+                        copy(i, end);
+                    } else {
+                        recOk = false;
+                    }
+                }
+                return end;
+            }
+            default: {
+                int end = value(i, depth);   // a number or a literal
+                if (end < 0) return -1;
+                if (recOk) {
+                    if (c == '-' || isDigit(c)) {
+                        for (int k = i; k < end; k++) {
+                            byte d = a[k];
+                            if (d == '.' || d == 'e' || d == 'E') recOk = false;   // a double: Jackson writes it its way
+                        }
+                        if (end - i == 2 && c == '-' && a[i + 1] == '0') recOk = false;   // -0 is written 0
+                    }
+                    if (recOk) copy(i, end);
+                }
+                return end;
+            }
+        }
+    }
+
+    /** A field name at {@code i}, checked as {@link #key} checks it; {@link #canonical} says whether Jackson writes it so. */
+    private int recKey(int i) {
+        if (i >= n || a[i] != '"') return -1;
+        int end = recStringEnd(i);
+        return end - i > MAX_NAME ? -1 : end;
+    }
+
+    /**
+     * A string token at {@code i}, checked as {@link #string} checks it (escapes as JSON has them, no control
+     * character, valid UTF-8); {@link #canonical} says whether it is what Jackson writes for its text: escapes only
+     * {@code \" \\ \b \t \n \f \r} and {@code \\u00XX} (uppercase) for the other control characters, and no 4-byte
+     * UTF-8 sequence (Jackson writes those its own way).
+     */
+    private int recStringEnd(int i) {
+        boolean plain = true;
+        int k = i + 1;
+        while (k < n) {
+            int c = a[k];
+            if (c == '"') {
+                canonical = plain;
+                return k + 1;
+            }
+            if (c == '\\') {
+                if (++k >= n) return -1;
+                int e = a[k];
+                if (e == 'u') {
+                    if (k + 4 >= n) return -1;
+                    for (int h = 1; h <= 4; h++) {
+                        if (!isHex(a[k + h])) return -1;
+                    }
+                    if (plain) plain = canonicalControl(k + 1);
+                    k += 5;
+                } else if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                    k++;
+                } else if (e == '/') {
+                    plain = false;
+                    k++;
+                } else {
+                    return -1;
+                }
+            } else if (c >= 0x20) {
+                k++;
+            } else if (c >= 0) {
+                return -1;   // a control character
+            } else {
+                if ((c & 0xff) >= 0xf0) plain = false;
+                k = utf8(k);
+                if (k < 0) return -1;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * The four hex digits of a {@code \\u} escape at {@code h}: whether Jackson writes that character so (a control
+     * character, uppercase hex, but not one it writes as {@code \b \t \n \f \r}).
+     */
+    private boolean canonicalControl(int h) {
+        if (a[h] != '0' || a[h + 1] != '0') return false;
+        byte hi = a[h + 2];
+        byte lo = a[h + 3];
+        if (hi != '0' && hi != '1') return false;
+        if (!((lo >= '0' && lo <= '9') || (lo >= 'A' && lo <= 'F'))) return false;
+        int v = (hi - '0') * 16 + (lo <= '9' ? lo - '0' : lo - 'A' + 10);
+        return !(v == 8 || v == 9 || v == 10 || v == 12 || v == 13);
+    }
+
+    private void emit(char c) {
+        if (recOk) rec[ro++] = (byte) c;
+    }
+
+    private void copy(int from, int to) {
+        System.arraycopy(a, from, rec, ro, to - from);
+        ro += to - from;
     }
 
     /** Keeps the key for the duplicate check of its object ({@code [base, recKeys)}); false when it is there already. */
@@ -384,46 +522,6 @@ final class MdTrq extends JsonScan {
     /** Yuneta's metadata keys ({@code Kw.isMetadataKey}): {@code __x...}, not {@code ___x...}; spelt canonically. */
     private boolean metadataKey(int from, int to) {
         return to - from > 4 && a[from + 1] == '_' && a[from + 2] == '_' && a[from + 3] != '_';
-    }
-
-    private int recString(int from) {
-        int to = canonicalEnd(from);
-        return to < 0 ? -1 : recCopy(from, to);
-    }
-
-    /**
-     * The index after the string token at {@code from}, which the scan checked (so it is read once more, not
-     * checked again), when it is what Jackson writes for its text: escapes only {@code \" \\ \b \t \n \f \r}
-     * and {@code \\u00XX} (uppercase) for the other control characters, and no 4-byte UTF-8 sequence (Jackson
-     * writes those its own way); -1 otherwise. A byte of a multi-byte UTF-8 sequence is never a quote or a
-     * backslash.
-     */
-    private int canonicalEnd(int from) {
-        int k = from + 1;
-        while (true) {
-            int c = a[k] & 0xff;
-            if (c == '"') return k + 1;
-            if (c >= 0xf0) return -1;
-            if (c != '\\') {
-                k++;
-                continue;
-            }
-            byte e = a[k + 1];
-            if (e == 'u') {
-                if (a[k + 2] != '0' || a[k + 3] != '0') return -1;
-                byte h = a[k + 4];
-                byte l = a[k + 5];
-                if (h != '0' && h != '1') return -1;
-                if (!((l >= '0' && l <= '9') || (l >= 'A' && l <= 'F'))) return -1;
-                int v = (h - '0') * 16 + (l <= '9' ? l - '0' : l - 'A' + 10);
-                if (v == 8 || v == 9 || v == 10 || v == 12 || v == 13) return -1;   // written \b \t \n \f \r
-                k += 6;
-            } else if (e == '/') {
-                return -1;
-            } else {
-                k += 2;
-            }
-        }
     }
 
     private int pos;

@@ -276,9 +276,10 @@ public final class Relay implements GObjBehavior {
     /**
      * The output stores the message, and the ack waits for EV_ON_DURABLE. An output that
      * {@link GClassSpec#takesJsonRecords() takes JSON records} gets the producer's bytes as the record
-     * ({@link MdTrq#record}: {@code __md_trq__} cut out, whitespace left out; a {@link Kw#JSON_RECORD} gbuffer) when
-     * they are in the form it would store; any other message, and any other output, gets the dict, built by the
-     * scan from the bytes it checked ({@link MdTrq#tree}); what the scan cannot vouch for is parsed by Jackson.
+     * ({@link MdTrq#scanRecord}, taken in the scan's walk: {@code __md_trq__} cut out, whitespace left out; a
+     * {@link Kw#JSON_RECORD} gbuffer) when they are in the form it would store; any other message, and any other
+     * output, gets the dict, built by the scan from the bytes it checked ({@link MdTrq#tree}); what the scan cannot
+     * vouch for is parsed by Jackson.
      */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
@@ -286,8 +287,9 @@ public final class Relay implements GObjBehavior {
         byte[] ackStart = null;
         JsonNode upstreamMd;
         try {
-            int found = buf == null ? MdTrq.UNSURE : scan.scan(buf);
-            byte[] record = found != MdTrq.UNSURE && out.gclass().takesJsonRecords() ? scan.record() : null;
+            boolean takesRecords = out.gclass().takesJsonRecords();
+            int found = buf == null ? MdTrq.UNSURE : takesRecords ? scan.scanRecord(buf) : scan.scan(buf);
+            byte[] record = found != MdTrq.UNSURE && takesRecords ? scan.record() : null;
             if (found == MdTrq.FOUND && scan.simple()) ackStart = scan.ackStart();
             if (record != null) {
                 // The producer's bytes are the record the output would store for the dict: they go as they are.

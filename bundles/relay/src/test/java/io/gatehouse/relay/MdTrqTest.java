@@ -4,6 +4,7 @@ package io.gatehouse.relay;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.JsonScan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -106,7 +107,26 @@ class MdTrqTest {
         for (int result : new int[] {0, -1}) {
             assertEquals(reference(msg, result), scanned(msg, result), () -> new String(msg, StandardCharsets.UTF_8));
         }
+        sameScanWithRecord(msg);
         sameTree(msg);
+    }
+
+    /**
+     * The scan that takes the record in its walk ({@link MdTrq#scanRecord}) answers what the scan alone answers and
+     * finds the same metadata, for every input, broken ones included.
+     */
+    private void sameScanWithRecord(byte[] msg) {
+        String text = new String(msg, StandardCharsets.UTF_8);
+        int alone = scan.scan(Unpooled.wrappedBuffer(msg));
+        String md = alone == MdTrq.FOUND ? scan.text() : null;
+        boolean simple = alone == MdTrq.FOUND && scan.simple();
+        int withRecord = scan.scanRecord(Unpooled.wrappedBuffer(msg));
+        assertEquals(alone, withRecord, text);
+        if (withRecord == MdTrq.FOUND) {
+            assertEquals(md, scan.text(), text);
+            assertEquals(simple, scan.simple(), text);
+        }
+        if (withRecord == MdTrq.UNSURE) assertNull(scan.record(), text);
     }
 
     /** What the scan vouches for, Jackson takes, and the scan's dict is Jackson's, node class by node class. */
@@ -131,7 +151,7 @@ class MdTrqTest {
      * gets that dict, and the metadata dict kept for the ack is the tree's. True when it gave one.
      */
     private boolean sameRecord(byte[] msg) {
-        int found = scan.scan(Unpooled.wrappedBuffer(msg));
+        int found = scan.scanRecord(Unpooled.wrappedBuffer(msg));
         if (found == MdTrq.UNSURE) return false;
         byte[] rec = scan.record();
         if (rec == null) return false;
@@ -157,7 +177,7 @@ class MdTrqTest {
 
     /** The record of a message the scan vouches for, or null ({@link MdTrq#record}). */
     private String record(String msg) {
-        if (scan.scan(Unpooled.copiedBuffer(msg, StandardCharsets.UTF_8)) == MdTrq.UNSURE) return "UNSURE";
+        if (scan.scanRecord(Unpooled.copiedBuffer(msg, StandardCharsets.UTF_8)) == MdTrq.UNSURE) return "UNSURE";
         byte[] rec = scan.record();
         return rec == null ? null : new String(rec, StandardCharsets.UTF_8);
     }
@@ -192,6 +212,34 @@ class MdTrqTest {
         StringBuilder ok = new StringBuilder("{");
         for (int i = 0; i < 64; i++) ok.append(i == 0 ? "" : ",").append("\"k").append(i).append("\":").append(i);
         assertEquals(ok.append('}').toString(), record(ok.toString()));
+    }
+
+    /**
+     * Broken messages larger than the record's scratch array: the walk that copies them stops at the break with
+     * nothing written past what it read (the scratch is the message's size, not more), and answers as the scan
+     * alone; nesting past the scan's depth is not vouched for by either.
+     */
+    @Test
+    void aBrokenOrTooDeepMessageIsNotVouchedForByTheWalkThatCopies() {
+        for (int size : new int[] {1100, 1500, 4000}) {
+            StringBuilder b = new StringBuilder("{\"k\":[");
+            for (int i = 0; b.length() < size; i++) b.append(i == 0 ? "" : ",").append(i % 10);
+            byte[] open = b.toString().getBytes(StandardCharsets.UTF_8);
+            assertEquals(MdTrq.UNSURE, scan.scanRecord(Unpooled.wrappedBuffer(open)), "unterminated, " + size);
+            assertNull(scan.record());
+            byte[] closed = b.append("]}").toString().getBytes(StandardCharsets.UTF_8);
+            assertEquals(MdTrq.NONE, scan.scanRecord(Unpooled.wrappedBuffer(closed)));
+            assertArrayEquals(closed, scan.record());
+            same(open);
+            same(closed);
+        }
+        String deep = "{\"a\":" + "[".repeat(JsonScan.MAX_DEPTH) + "]".repeat(JsonScan.MAX_DEPTH) + "}";
+        assertEquals(MdTrq.UNSURE, scan.scanRecord(Unpooled.copiedBuffer(deep, StandardCharsets.UTF_8)));
+        String justDeepEnough = "{\"a\":" + "[".repeat(JsonScan.MAX_DEPTH - 1) + "]".repeat(JsonScan.MAX_DEPTH - 1) + "}";
+        assertEquals(MdTrq.NONE, scan.scanRecord(Unpooled.copiedBuffer(justDeepEnough, StandardCharsets.UTF_8)));
+        assertEquals(justDeepEnough, new String(scan.record(), StandardCharsets.UTF_8));
+        same(deep);
+        same(justDeepEnough);
     }
 
     /**
