@@ -9,9 +9,7 @@ import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 
 /**
@@ -48,6 +46,9 @@ final class InFlightWindow {
         long bytes;
         /** Nacked: sent again at dueMs because of the nack, not because the ack timed out. */
         boolean nacked;
+        /** Its neighbours in the send order of the {@link InFlightTable} that holds it. */
+        InFlight older;
+        InFlight newer;
 
         InFlight(QueueMessage msg) {
             this.msg = msg;
@@ -60,7 +61,7 @@ final class InFlightWindow {
 
     private final TrQueue queue;
     /** By rowid, in send order. Bounded by max_pending_acks. */
-    private final LinkedHashMap<Long, InFlight> inflight = new LinkedHashMap<>();
+    private final InFlightTable inflight = new InFlightTable();
     private long bytes;
     private long frontier = -1;
 
@@ -99,7 +100,7 @@ final class InFlightWindow {
         if (m == null) return null;
         frontier = m.rowid();
         InFlight f = new InFlight(m);
-        inflight.put(m.rowid(), f);
+        inflight.add(f);
         queue.setSoftMark(m, MARK_INFLIGHT, true);
         return f;
     }
@@ -120,7 +121,7 @@ final class InFlightWindow {
                 for (long r = frontier + 1; r <= last && m == null; r++) m = queue.getByRowid(r);
             }
         }
-        while (m != null && (inflight.containsKey(m.rowid()) || (m.softMark() & MARK_UNREADABLE) != 0)) {
+        while (m != null && (inflight.contains(m.rowid()) || (m.softMark() & MARK_UNREADABLE) != 0)) {
             m = queue.next(m);
         }
         return m;
@@ -178,7 +179,7 @@ final class InFlightWindow {
     /** The messages due to go again at {@code nowMs} (ack timed out, or nack delay over), in send order. */
     List<InFlight> due(long nowMs) {
         List<InFlight> out = null;
-        for (InFlight f : inflight.values()) {
+        for (InFlight f : inflight) {
             if (f.dueMs <= nowMs) {
                 if (out == null) out = new ArrayList<>();
                 out.add(f);
@@ -205,15 +206,15 @@ final class InFlightWindow {
 
     /** The link is gone: nothing is in flight any more, and the next walk starts from the oldest message. */
     void clear() {
-        for (InFlight f : inflight.values()) queue.setSoftMark(f.msg, MARK_INFLIGHT, false);
+        for (InFlight f : inflight) queue.setSoftMark(f.msg, MARK_INFLIGHT, false);
         inflight.clear();
         bytes = 0;
         frontier = -1;
     }
 
-    /** The messages in flight, in send order (read only). */
-    Collection<InFlight> inOrder() {
-        return Collections.unmodifiableCollection(inflight.values());
+    /** The messages in flight, in send order; the window must not change while they are walked. */
+    Iterable<InFlight> inOrder() {
+        return inflight;
     }
 
     // --- Live upgrade ---
@@ -232,7 +233,7 @@ final class InFlightWindow {
         ArrayNode retries = s.putArray("retries");
         ArrayNode wire = s.putArray("bytes");
         ArrayNode nacked = s.putArray("nacked");
-        for (InFlight f : inflight.values()) {
+        for (InFlight f : inflight) {
             rowid.add(f.rowid());
             sent.add(f.sentAtMs);
             due.add(f.dueMs);
@@ -270,7 +271,7 @@ final class InFlightWindow {
             f.retries = state.get("retries").get(i).asInt();
             f.bytes = state.get("bytes").get(i).asLong();
             f.nacked = state.get("nacked").get(i).asBoolean();
-            w.inflight.put(m.rowid(), f);
+            w.inflight.add(f);
             w.bytes += f.bytes;
             queue.setSoftMark(m, MARK_INFLIGHT, true);
         }
@@ -293,7 +294,7 @@ final class InFlightWindow {
         boolean[] nacked = new boolean[n];
         long highest = Math.max(0, frontier);
         int i = 0;
-        for (InFlight f : inflight.values()) {
+        for (InFlight f : inflight) {
             msgs[i] = f.msg;
             sent[i] = f.sentAtMs;
             due[i] = f.dueMs;
@@ -345,7 +346,7 @@ final class InFlightWindow {
             f.retries = retries[i];
             f.bytes = wire[i];
             f.nacked = nacked[i];
-            w.inflight.put(m.rowid(), f);
+            w.inflight.add(f);
             w.bytes += f.bytes;
             if (!sameHandle && !marksKept) queue.setSoftMark(m, MARK_INFLIGHT, true);
         }
