@@ -38,6 +38,8 @@ final class AckScan extends JsonScan {
     private static final byte[] ROWID_KEY = ascii("\"" + TrQueue.MSG_ROWID + "\"");
     private static final byte[] T_KEY = ascii("\"" + TrQueue.MSG_T + "\"");
     private static final byte[] GEN_KEY = ascii("\"" + TrQueue.MSG_GEN + "\"");
+    /** How {@link #compact} acks begin. */
+    private static final byte[] COMPACT_HEAD = ascii("{\"" + Kw.MD_TRQ + "\":{");
 
     /** A field's state after the scan: absent, an integer the scan read, or a value it cannot read as the tree does. */
     private static final int ABSENT = 0;
@@ -65,9 +67,13 @@ final class AckScan extends JsonScan {
         md = false;
         topResultState = ABSENT;
         if (!load(buf)) return UNSURE;
-        int i = ws(0);
-        if (i >= n || a[i] != '{') return UNSURE;
-        if (topObject(i) < 0 || !md) return UNSURE;
+        if (!compact()) {
+            md = false;
+            int i = ws(0);
+            if (i >= n || a[i] != '{') return UNSURE;
+            if (topObject(i) < 0) return UNSURE;
+        }
+        if (!md) return UNSURE;
         if (rowidState != READ || rowidValue <= 0) return UNSURE;
         if (tState == OTHER || genState == OTHER) return UNSURE;
         // the metadata's result counts when it has one, else the top's (at most 9 digits: an int as it is)
@@ -109,6 +115,60 @@ final class AckScan extends JsonScan {
     int result() {
         if (mdResultState == READ) return (int) mdResultValue;
         return topResultState == READ ? (int) topResultValue : 0;
+    }
+
+    /**
+     * The ack as sinks and C_QIOGATE peers write it, {@code {"__md_trq__":{"k":integer,...}}} and nothing after it:
+     * no whitespace, keys of letters, digits and underscores, integers written as JSON has them (at most 100
+     * bytes, as the walk takes them). Read in one pass with no string or UTF-8 checks, since no byte of it can be
+     * either; true when the ack has that form (its fields then read as the walk reads them), false to walk it.
+     */
+    private boolean compact() {
+        int h = COMPACT_HEAD.length;
+        if (n < h + 2 || !java.util.Arrays.equals(a, 0, h, COMPACT_HEAD, 0, h)) return false;
+        rowidState = ABSENT;
+        tState = ABSENT;
+        genState = ABSENT;
+        mdResultState = ABSENT;
+        int i = h;
+        while (true) {
+            if (i >= n || a[i] != '"') return false;
+            int ks = i++;
+            while (i < n && keyByte(a[i])) i++;
+            if (i + 1 >= n || a[i] != '"' || a[i + 1] != ':') return false;
+            int ke = ++i;
+            int vs = ++i;
+            if (i < n && a[i] == '-') i++;
+            if (i >= n || !isDigit(a[i])) return false;
+            if (a[i] == '0' && i + 1 < n && isDigit(a[i + 1])) return false;   // a leading zero: not JSON
+            while (i < n && isDigit(a[i])) i++;
+            if (i - vs > 100 || i >= n) return false;
+            if (equalsAt(ks, ke, ROWID_KEY)) {
+                rowidState = integer(vs, i, 18);
+                rowidValue = lastInteger;
+            } else if (equalsAt(ks, ke, T_KEY)) {
+                tState = integer(vs, i, 18);
+                tValue = lastInteger;
+            } else if (equalsAt(ks, ke, GEN_KEY)) {
+                genState = integer(vs, i, 18);
+                genValue = lastInteger;
+            } else if (equalsAt(ks, ke, RESULT_KEY)) {
+                mdResultState = integer(vs, i, 9);
+                mdResultValue = lastInteger;
+            }
+            if (a[i] == ',') {
+                i++;
+            } else if (a[i] == '}' && i + 2 == n && a[i + 1] == '}') {
+                md = true;
+                return true;
+            } else {
+                return false;
+            }
+        }
+    }
+
+    private static boolean keyByte(byte c) {
+        return (c >= 'a' && c <= 'z') || c == '_' || (c >= 'A' && c <= 'Z') || isDigit(c);
     }
 
     // --- Its own part of the walk (the rest is JsonScan's): each method takes the index of a token's first byte, answers the index after it, or -1 ---

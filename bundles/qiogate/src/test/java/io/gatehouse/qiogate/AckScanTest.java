@@ -107,6 +107,19 @@ class AckScanTest {
         found("{\"__md_trq__\":{\"__msg_rowid__\":999999999999999999,\"__msg_t__\":-4,\"__msg_gen__\":-0}}");
         found("{\"__md_trq__\":{\"__msg_rowid__\":5,\"result\":-999999999},\"x\":\"\u00e9t\u00e9 \\u20ac\\n\"}");
         found("{\"__md_trq__\":{\"__msg_rowid__\":5},\"result\":\"y\",\"result\":1}");
+        // the compact form read in one pass, and its edges, which the walk then takes as before
+        found("{\"__md_trq__\":{\"__msg_gen__\":-0,\"k_9\":" + "9".repeat(99) + ",\"__msg_rowid__\":3,\"__msg_rowid__\":4}}");
+        found("{\"__md_trq__\":{\"__msg_rowid__\":5,\"result\":2}}}");
+        found("{\"__md_trq__\":{\"__msg_rowid__\":5,\"result\":2}} ");
+        found("{\"__md_trq__\":{\"__msg_rowid__\":5,\"é\":2}}");
+        found("{\"__md_trq__\":{\"__msg_rowid__\":5},\"result\":2}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":5,\"k\":" + "9".repeat(101) + "}}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":5,\"k\":-}}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":-05}}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":5,}}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":5\"result\":0}}");
+        unsure("{\"__md_trq__\":{\"__msg_rowid__\":5}");
+        unsure("{\"__md_trq__\":{}}");
     }
 
     @Test
