@@ -186,6 +186,8 @@ public final class LoadGen {
         /** CPU µs per first copy over the whole run, of the hop's event loop and of the process (SideBySide). */
         public double loopCpuUs = Double.NaN;
         public double processCpuUs = Double.NaN;
+        /** CPU µs per first copy of the gateway's io_threads worker loops (SideBySide with io_threads > 0). */
+        public double ioCpuUs = Double.NaN;
         public long duplicates;
         public long skipped;
         public long unknown;
@@ -216,7 +218,8 @@ public final class LoadGen {
                     opts.mode == Mode.SUSTAINED ? "max_backlog" : "window", opts.ackWindow(), opts.acks, opts.rate,
                     messages, seconds, msgsPerSec, ackedPerSec, sentPerSec, endBacklog, p(50), p(90), p(99), p(99.9),
                     latency == null ? Double.NaN : (double) latency.getMaxValue(), ackP(50), ackP(99), loopCpuUs,
-                    processCpuUs, duplicates, skipped, unknown, errors);
+                    processCpuUs, duplicates, skipped, unknown, errors)
+                    + (Double.isNaN(ioCpuUs) ? "" : String.format(Locale.ROOT, " io_cpu_us=%.2f", ioCpuUs));
         }
     }
 

@@ -57,18 +57,23 @@ import java.util.stream.Stream;
  * mode, and the summary gives the median over the rounds (default 5) of the rates, the ratios, the acked rate,
  * the end backlog and the end-to-end latency percentiles (producer send → destination receipt).
  *
+ * <p>{@code --io-threads N} runs the gateway configs with the yuno's {@code io_threads} N (its sockets on N worker
+ * loops, the gobjs on the core loop; 0, the default, keeps everything on the core loop); raw-proxy and raw do not
+ * have it.
+ *
  * <pre>SideBySide [--rounds 5] [--size 128] [--connections 4] [--max-backlog 20000] [--window 2000]
- *            [--warmup 2] [--duration 4] [--rate MSGS_PER_S, 0 = max] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]</pre>
+ *            [--warmup 2] [--duration 4] [--rate MSGS_PER_S, 0 = max] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]
+ *            [--io-threads 0]</pre>
  */
 public final class SideBySide {
-    static final String BASELINE = "raw-proxy";
+    public static final String BASELINE = "raw-proxy";
     static final String BASELINE_PER_FRAME = "raw-proxy-per-frame";
     /** The config that forces once per record: each of its runs is followed by the disk's fsync rate. */
     static final String ALWAYS = "qiogate-always";
     static final List<String> ALL = List.of(BASELINE, BASELINE_PER_FRAME, "raw", "iogate", "qiogate-none", "qiogate-interval",
             "qiogate-always", "mq2", "mq4");
     /** Issue 17's paths: the relay that stores nothing, one durable queue, the demo's two queues. */
-    static final List<String> DEFAULT = List.of(BASELINE, "iogate", "qiogate-interval", "mq2");
+    public static final List<String> DEFAULT = List.of(BASELINE, "iogate", "qiogate-interval", "mq2");
 
     private SideBySide() {}
 
@@ -81,6 +86,7 @@ public final class SideBySide {
         base.duration = 4;
         List<String> configs = DEFAULT;
         List<LoadGen.Mode> modes = List.of(LoadGen.Mode.SUSTAINED);
+        int ioThreads = 0;
         for (int i = 0; i < args.length; i += 2) {
             switch (args[i]) {
                 case "--rounds": rounds = Integer.parseInt(args[i + 1]); break;
@@ -92,6 +98,7 @@ public final class SideBySide {
                 case "--duration": base.duration = Double.parseDouble(args[i + 1]); break;
                 case "--rate": base.rate = Long.parseLong(args[i + 1]); break;   // msgs/s over all connections, 0 = max
                 case "--configs": configs = List.of(args[i + 1].split(",")); break;
+                case "--io-threads": ioThreads = Integer.parseInt(args[i + 1]); break;
                 case "--modes": case "--mode":
                     modes = Stream.of(args[i + 1].split(",")).map(LoadGen.Mode::parse).collect(Collectors.toList());
                     break;
@@ -105,9 +112,9 @@ public final class SideBySide {
         order.remove(BASELINE);
         order.add(0, BASELINE);
         System.out.printf(Locale.ROOT, "# side by side: %d rounds, modes %s, size %d, %d connections, sustained"
-                        + " max backlog %d, burst window %d, warmup %.1f s, window %.1f s; JVM %s, %d cpus,"
-                        + " load average %s%n", rounds, modes, base.size, base.connections, base.maxBacklog,
-                base.window, base.warmup, base.duration, System.getProperty("java.version"),
+                        + " max backlog %d, burst window %d, warmup %.1f s, window %.1f s, gateway io_threads %d;"
+                        + " JVM %s, %d cpus, load average %s%n", rounds, modes, base.size, base.connections,
+                base.maxBacklog, base.window, base.warmup, base.duration, ioThreads, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         // One throwaway run of every config first, so that no measured run pays the JIT: the baseline's alone warmed
         // only the shared code (Netty, the load generator, the sinks), and a gateway config's first round then spent
@@ -118,7 +125,7 @@ public final class SideBySide {
             warm.warmup = 1;
             warm.duration = 1;
             warm.label = cfg + "/jit-warmup";
-            System.out.println(runOne(cfg, warm).line() + " (not counted)");
+            System.out.println(runOne(cfg, warm, ioThreads).line() + " (not counted)");
         }
         Map<String, List<LoadGen.Result>> results = new LinkedHashMap<>();
         Map<String, List<Double>> fsyncRates = new LinkedHashMap<>();
@@ -132,7 +139,7 @@ public final class SideBySide {
                         o.window = 1;
                     }
                     o.label = cfg + "/" + mode;
-                    LoadGen.Result res = runOne(cfg, o);
+                    LoadGen.Result res = runOne(cfg, o, ioThreads);
                     System.out.println(res.line() + " round=" + r + " load=" + loadAverage().split(" ")[0]);
                     results.computeIfAbsent(o.label, k -> new ArrayList<>()).add(res);
                     if (cfg.equals(ALWAYS)) fsyncRates.computeIfAbsent(o.label, k -> new ArrayList<>()).add(fsyncBaseline(o));
@@ -252,7 +259,17 @@ public final class SideBySide {
      * receive in a {@link Delivery} of this run.
      */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o) throws Exception {
-        return runOne(cfg, o, (x, d, sinks) -> LoadGen.run(x, d));
+        return runOne(cfg, o, 0);
+    }
+
+    /**
+     * {@link #runOne(String, LoadGen.Options)} with the gateway's yuno on {@code ioThreads} worker loops for its
+     * sockets ({@code YunoRuntime.builder().ioThreads}; 0 = every socket on the core loop, the default). Ignored by
+     * raw-proxy and raw, which have no yuno. With workers, the result also gives their CPU per first copy
+     * ({@link LoadGen.Result#ioCpuUs}).
+     */
+    public static LoadGen.Result runOne(String cfg, LoadGen.Options o, int ioThreads) throws Exception {
+        return runOne(cfg, o, ioThreads, (x, d, sinks) -> LoadGen.run(x, d));
     }
 
     /** What a run does once the gateway (or proxy) and its sinks are up: {@link LoadGen#run} by default. */
@@ -262,6 +279,11 @@ public final class SideBySide {
 
     /** {@link #runOne(String, LoadGen.Options)} with another load than LoadGen's ({@link Drain}'s phases). */
     public static LoadGen.Result runOne(String cfg, LoadGen.Options o, Body body) throws Exception {
+        return runOne(cfg, o, 0, body);
+    }
+
+    /** {@link #runOne(String, LoadGen.Options, Body)} with the gateway's {@code io_threads}. */
+    public static LoadGen.Result runOne(String cfg, LoadGen.Options o, int ioThreads, Body body) throws Exception {
         int sinks = cfg.equals("mq4") ? 4 : cfg.equals("iogate") || cfg.equals("mq2") ? 2 : 1;
         Delivery delivery = new Delivery(o.prefix, o.connections, Delivery.spanFor(o.maxBacklog));
         List<RawSink> sinkList = new ArrayList<>();
@@ -276,14 +298,14 @@ public final class SideBySide {
             LoadGen.Options x = o.copy();
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
-                Cost cost = new Cost(null, delivery);
+                Cost cost = new Cost(null, null, delivery);
                 return cost.of(body.run(x, delivery, sinkList));
             }
             if (cfg.equals(BASELINE) || cfg.equals(BASELINE_PER_FRAME)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port(), cfg.equals(BASELINE))) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
-                    Cost cost = new Cost(proxy.thread(), delivery);
+                    Cost cost = new Cost(proxy.thread(), null, delivery);
                     LoadGen.Result r = cost.of(body.run(x, delivery, sinkList));
                     System.out.println("# " + cfg + " " + proxy.stats());
                     return r;
@@ -291,15 +313,15 @@ public final class SideBySide {
             }
             int input = freePort();
             String json = gatewayConfig(cfg, input, sinkList.stream().mapToInt(RawSink::port).toArray());
-            try (YunoRuntime rt = YunoRuntime.builder().name("bench").dataDir(data).gclasses(gclasses(queues))
-                    .config(json).build().start()) {
+            try (YunoRuntime rt = YunoRuntime.builder().name("bench").ioThreads(ioThreads).dataDir(data)
+                    .gclasses(gclasses(queues)).config(json).build().start()) {
                 awaitListening(input, 20_000);
                 long deadline = System.currentTimeMillis() + 20_000;
                 while (sinkList.stream().anyMatch(s -> s.connections.get() == 0) && System.currentTimeMillis() < deadline) {
                     Thread.sleep(20);
                 }
                 x.port = input;
-                Cost cost = new Cost(coreThread(), delivery);
+                Cost cost = new Cost(coreThread(), ioThreads > 0 ? IO_PREFIX : null, delivery);
                 return cost.of(body.run(x, delivery, sinkList));
             }
         } finally {
@@ -307,6 +329,9 @@ public final class SideBySide {
             deleteTree(data);
         }
     }
+
+    /** The names of the bench yuno's io_threads worker loops ({@code YunoRuntime}: gatehouse-io-NAME-...). */
+    static final String IO_PREFIX = "gatehouse-io-bench-";
 
     /** The running yuno's core loop: the newest live thread named like one (earlier runs' loops are stopped). */
     static Thread coreThread() {
@@ -319,21 +344,29 @@ public final class SideBySide {
     /**
      * CPU time per first copy over a whole run (warm-up included), of the hop's event loop (the proxy's, or the
      * gateway's core loop) and of the whole process. Unlike a rate it hardly moves with the neighbours' load:
-     * on this shared machine it says what a hop costs when its rate says mostly how much CPU it was given.
+     * on this shared machine it says what a hop costs when its rate says mostly how much CPU it was given. With
+     * {@code io_threads}, also of the yuno's worker loops (the threads named {@code ioPrefix}...: a worker's
+     * thread may start during the run, when its first socket is registered).
      */
     static final class Cost {
         private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
         private static final com.sun.management.OperatingSystemMXBean OS =
                 (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         private final Thread loop;
+        private final String ioPrefix;
+        private final Map<Long, Long> io0 = new LinkedHashMap<>();
         private final Delivery delivery;
         private final long loop0;
         private final long process0;
         private final long delivered0;
 
-        Cost(Thread loop, Delivery delivery) {
+        Cost(Thread loop, String ioPrefix, Delivery delivery) {
             this.loop = loop;
+            this.ioPrefix = ioPrefix;
             this.delivery = delivery;
+            if (ioPrefix != null) {
+                for (Thread t : ioThreads(ioPrefix)) io0.put(t.getId(), Math.max(0, THREADS.getThreadCpuTime(t.getId())));
+            }
             loop0 = loop == null ? 0 : THREADS.getThreadCpuTime(loop.getId());
             process0 = OS.getProcessCpuTime();
             delivered0 = delivery.firstCopies();
@@ -343,7 +376,20 @@ public final class SideBySide {
             double n = Math.max(1, delivery.firstCopies() - delivered0);
             if (loop != null) r.loopCpuUs = (THREADS.getThreadCpuTime(loop.getId()) - loop0) / 1000.0 / n;
             r.processCpuUs = (OS.getProcessCpuTime() - process0) / 1000.0 / n;
+            if (ioPrefix != null) {
+                long io = 0;
+                for (Thread t : ioThreads(ioPrefix)) {
+                    long now = THREADS.getThreadCpuTime(t.getId());
+                    if (now >= 0) io += now - io0.getOrDefault(t.getId(), 0L);
+                }
+                r.ioCpuUs = io / 1000.0 / n;
+            }
             return r;
+        }
+
+        private static List<Thread> ioThreads(String prefix) {
+            return Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.isAlive() && t.getName().startsWith(prefix)).collect(Collectors.toList());
         }
     }
 
