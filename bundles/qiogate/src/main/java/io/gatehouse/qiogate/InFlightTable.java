@@ -17,6 +17,10 @@ import java.util.NoSuchElementException;
  * the gate's credit window) and is not shrunk. Not thread safe: the gate's core loop only.
  */
 final class InFlightTable implements Iterable<InFlight> {
+    /** A slot's rowid when it holds nothing: rowids are positive. */
+    private static final long EMPTY = Long.MIN_VALUE;
+    /** The rowid of each slot's message, beside it: probes read this array only, not the messages. */
+    private long[] keys = emptyKeys(16);
     private InFlight[] slots = new InFlight[16];
     private int size;
     private InFlight oldest;
@@ -32,10 +36,11 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** The message in flight with that rowid, or null. */
     InFlight get(long rowid) {
-        int mask = slots.length - 1;
+        int mask = keys.length - 1;
         for (int i = home(rowid, mask); ; i = (i + 1) & mask) {
-            InFlight f = slots[i];
-            if (f == null || f.rowid() == rowid) return f;
+            long k = keys[i];
+            if (k == rowid) return slots[i];
+            if (k == EMPTY) return null;
         }
     }
 
@@ -61,23 +66,24 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** Takes the message with that rowid out; it is answered, or null when none is held. */
     InFlight remove(long rowid) {
-        int mask = slots.length - 1;
+        int mask = keys.length - 1;
         int i = home(rowid, mask);
-        InFlight f;
-        while (true) {
-            f = slots[i];
-            if (f == null) return null;
-            if (f.rowid() == rowid) break;
+        while (keys[i] != rowid) {
+            if (keys[i] == EMPTY) return null;
             i = (i + 1) & mask;
         }
+        InFlight f = slots[i];
         // linear probing: the entries after the hole that may not stay past it move back into it
+        keys[i] = EMPTY;
         slots[i] = null;
         int hole = i;
-        for (int j = (i + 1) & mask; slots[j] != null; j = (j + 1) & mask) {
-            int h = home(slots[j].rowid(), mask);
+        for (int j = (i + 1) & mask; keys[j] != EMPTY; j = (j + 1) & mask) {
+            int h = home(keys[j], mask);
             boolean stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
             if (!stays) {
+                keys[hole] = keys[j];
                 slots[hole] = slots[j];
+                keys[j] = EMPTY;
                 slots[j] = null;
                 hole = j;
             }
@@ -99,6 +105,7 @@ final class InFlightTable implements Iterable<InFlight> {
     }
 
     void clear() {
+        Arrays.fill(keys, EMPTY);
         Arrays.fill(slots, null);
         for (InFlight f = oldest; f != null; ) {
             InFlight next = f.newer;
@@ -138,25 +145,34 @@ final class InFlightTable implements Iterable<InFlight> {
         int run = 0;
         // twice round, so that a run across the end of the array is counted whole
         for (int k = 0; k < 2 * slots.length; k++) {
-            run = slots[k & (slots.length - 1)] == null ? 0 : run + 1;
+            run = keys[k & (keys.length - 1)] == EMPTY ? 0 : run + 1;
             longest = Math.max(longest, Math.min(run, slots.length));
         }
         return longest;
     }
 
     private void place(InFlight f) {
-        int mask = slots.length - 1;
-        int i = home(f.rowid(), mask);
-        while (slots[i] != null) i = (i + 1) & mask;
+        long rowid = f.rowid();
+        int mask = keys.length - 1;
+        int i = home(rowid, mask);
+        while (keys[i] != EMPTY) i = (i + 1) & mask;
+        keys[i] = rowid;
         slots[i] = f;
     }
 
     private void grow() {
         InFlight[] old = slots;
+        keys = emptyKeys(old.length * 2);
         slots = new InFlight[old.length * 2];
         for (InFlight f : old) {
             if (f != null) place(f);
         }
+    }
+
+    private static long[] emptyKeys(int n) {
+        long[] k = new long[n];
+        Arrays.fill(k, EMPTY);
+        return k;
     }
 
     /**
