@@ -35,7 +35,7 @@ public class JsonScan {
     public static final int MAX_BYTES = 16 * 1024 * 1024;
     private static final int MAX_NUMBER = 100;
     /** Jackson's default limit of a field name's length (longer ones are left to it, and it refuses them). */
-    protected static final int MAX_NAME = 50_000;
+    private static final int MAX_NAME = 50_000;
 
     /** {@link #field}: the object has no field of that name. */
     public static final int ABSENT = -1;
@@ -51,6 +51,12 @@ public class JsonScan {
     protected byte[] a;
     /** The length of the last {@link #load}. */
     protected int n;
+    /**
+     * After {@link #string} (and {@link #key}): the token is what Jackson writes for its text, so a copy of its bytes
+     * is what it would write: escapes only {@code \" \\ \b \t \n \f \r} and {@code \\u00XX} (uppercase) for the
+     * other control characters, and no 4-byte UTF-8 sequence (Jackson writes those its own way).
+     */
+    protected boolean jacksonForm;
     /** The last name {@link #field(String)} looked for, and its bytes. */
     private String fieldName;
     private byte[] fieldBytes;
@@ -242,12 +248,19 @@ public class JsonScan {
         return end - i > MAX_NAME ? -1 : end;
     }
 
-    /** A string token: escapes as JSON has them, no control character, valid UTF-8. */
+    /**
+     * A string token: escapes as JSON has them, no control character, valid UTF-8. Also says, in
+     * {@link #jacksonForm}, whether the token is what Jackson writes for its text.
+     */
     public final int string(int i) {
+        boolean plain = true;
         int k = i + 1;
         while (k < n) {
             int c = a[k];
-            if (c == '"') return k + 1;
+            if (c == '"') {
+                jacksonForm = plain;
+                return k + 1;
+            }
             if (c == '\\') {
                 if (++k >= n) return -1;
                 int e = a[k];
@@ -256,8 +269,12 @@ public class JsonScan {
                     for (int h = 1; h <= 4; h++) {
                         if (!isHex(a[k + h])) return -1;
                     }
+                    if (plain) plain = writtenAsUnicodeEscape(k + 1);
                     k += 5;
-                } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                } else if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                    k++;
+                } else if (e == '/') {
+                    plain = false;
                     k++;
                 } else {
                     return -1;
@@ -267,6 +284,7 @@ public class JsonScan {
             } else if (c >= 0) {
                 return -1;   // a control character
             } else {
+                if ((c & 0xff) >= 0xf0) plain = false;
                 k = utf8(k);
                 if (k < 0) return -1;
             }
@@ -274,8 +292,22 @@ public class JsonScan {
         return -1;
     }
 
+    /**
+     * The four hex digits of a {@code \\u} escape at {@code h}: whether Jackson writes that character so (a control
+     * character, uppercase hex, not one it writes as {@code \b \t \n \f \r}).
+     */
+    private boolean writtenAsUnicodeEscape(int h) {
+        if (a[h] != '0' || a[h + 1] != '0') return false;
+        byte hi = a[h + 2];
+        byte lo = a[h + 3];
+        if (hi != '0' && hi != '1') return false;
+        if (!((lo >= '0' && lo <= '9') || (lo >= 'A' && lo <= 'F'))) return false;
+        int v = (hi - '0') * 16 + (lo <= '9' ? lo - '0' : lo - 'A' + 10);
+        return !(v == 8 || v == 9 || v == 10 || v == 12 || v == 13);
+    }
+
     /** A multi-byte UTF-8 sequence at {@code k} (well formed: no overlong form, no surrogate, at most U+10FFFF). */
-    protected final int utf8(int k) {
+    private int utf8(int k) {
         int b0 = a[k] & 0xff;
         int len;
         int min2;

@@ -178,7 +178,7 @@ public final class SideBySide {
         }
     }
 
-    static String loadAverage() {
+    public static String loadAverage() {
         try {
             String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
             return f[0] + " " + f[1] + " " + f[2];

@@ -173,7 +173,7 @@ public final class Plots {
         System.out.printf(Locale.ROOT, "# plots: %d rounds, %d points a round, sustained, warmup %.1f s, window %.1f s;"
                         + " JVM %s (%s), %d cpus, max heap %d MiB; start %s, load average %s%n", rounds,
                 points.size(), warm, dur, System.getProperty("java.version"), System.getProperty("java.vm.name"),
-                Runtime.getRuntime().availableProcessors(), Runtime.getRuntime().maxMemory() >> 20, start, load());
+                Runtime.getRuntime().availableProcessors(), Runtime.getRuntime().maxMemory() >> 20, start, SideBySide.loadAverage());
 
         // one throwaway run of each config (and io_threads) first, so that no measured run pays the JIT
         Map<String, Boolean> warmed = new LinkedHashMap<>();
@@ -191,7 +191,7 @@ public final class Plots {
                 try {
                     LoadGen.Result res = run(p.cfg, o, p.ioThreads);
                     s = Sample.of(res);
-                    System.out.println(res.line() + " round=" + r + " load=" + load().split(" ")[0]);
+                    System.out.println(res.line() + " round=" + r + " load=" + SideBySide.loadAverage().split(" ")[0]);
                 } catch (Exception e) {
                     s = Sample.FAILED;
                     System.out.println("FAILED label=" + o.label + " round=" + r + ": " + e);
@@ -199,7 +199,7 @@ public final class Plots {
                 p.samples.add(s);
             }
             System.out.println("# round " + r + " done at " + Instant.now().truncatedTo(ChronoUnit.SECONDS)
-                    + ", load average " + load());
+                    + ", load average " + SideBySide.loadAverage());
         }
         StringBuilder csv = new StringBuilder(CSV_HEADER).append('\n');
         for (Point p : points) csv.append(row(p));
@@ -208,7 +208,7 @@ public final class Plots {
         System.out.println();
         System.out.println(tables(Files.readAllLines(out.resolve("bench-plots.csv"))));
         System.out.println("# run " + start + " to " + Instant.now().truncatedTo(ChronoUnit.SECONDS)
-                + "; charts and bench-plots.csv in " + out.toAbsolutePath() + "; load average at the end " + load());
+                + "; charts and bench-plots.csv in " + out.toAbsolutePath() + "; load average at the end " + SideBySide.loadAverage());
     }
 
     /** One run, with a GC before it so that the previous run's garbage is not collected in this one's window. */
@@ -364,12 +364,4 @@ public final class Plots {
         return Arrays.stream(v).filter(x -> !Double.isNaN(x)).max().orElse(Double.NaN);
     }
 
-    static String load() {
-        try {
-            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
-            return f[0] + " " + f[1] + " " + f[2];
-        } catch (Exception e) {
-            return "?";
-        }
-    }
 }

@@ -143,19 +143,7 @@ final class AckScan extends JsonScan {
             if (a[i] == '0' && i + 1 < n && isDigit(a[i + 1])) return false;   // a leading zero: not JSON
             while (i < n && isDigit(a[i])) i++;
             if (i - vs > 100 || i >= n) return false;
-            if (equalsAt(ks, ke, ROWID_KEY)) {
-                rowidState = integer(vs, i, 18);
-                rowidValue = lastInteger;
-            } else if (equalsAt(ks, ke, T_KEY)) {
-                tState = integer(vs, i, 18);
-                tValue = lastInteger;
-            } else if (equalsAt(ks, ke, GEN_KEY)) {
-                genState = integer(vs, i, 18);
-                genValue = lastInteger;
-            } else if (equalsAt(ks, ke, RESULT_KEY)) {
-                mdResultState = integer(vs, i, 9);
-                mdResultValue = lastInteger;
-            }
+            mdField(ks, ke, vs, i);
             if (a[i] == ',') {
                 i++;
             } else if (a[i] == '}' && i + 2 == n && a[i + 1] == '}') {
@@ -222,21 +210,26 @@ final class AckScan extends JsonScan {
             int vs = i;
             i = value(i, 2);
             if (i < 0) return -1;
-            if (equalsAt(ks, ke, ROWID_KEY)) {
-                rowidState = integer(vs, i, 18);
-                rowidValue = lastInteger;
-            } else if (equalsAt(ks, ke, T_KEY)) {
-                tState = integer(vs, i, 18);
-                tValue = lastInteger;
-            } else if (equalsAt(ks, ke, GEN_KEY)) {
-                genState = integer(vs, i, 18);
-                genValue = lastInteger;
-            } else if (equalsAt(ks, ke, RESULT_KEY)) {
-                mdResultState = integer(vs, i, 9);
-                mdResultValue = lastInteger;
-            }
+            mdField(ks, ke, vs, i);
             i = next(i, '}');
             if (i <= 0) return ~i;
+        }
+    }
+
+    /** A field of the metadata, name in [ks, ke), checked value in [vs, ve): kept when it is one of the ack's. */
+    private void mdField(int ks, int ke, int vs, int ve) {
+        if (equalsAt(ks, ke, ROWID_KEY)) {
+            rowidState = integer(vs, ve, 18);
+            rowidValue = lastInteger;
+        } else if (equalsAt(ks, ke, T_KEY)) {
+            tState = integer(vs, ve, 18);
+            tValue = lastInteger;
+        } else if (equalsAt(ks, ke, GEN_KEY)) {
+            genState = integer(vs, ve, 18);
+            genValue = lastInteger;
+        } else if (equalsAt(ks, ke, RESULT_KEY)) {
+            mdResultState = integer(vs, ve, 9);
+            mdResultValue = lastInteger;
         }
     }
 

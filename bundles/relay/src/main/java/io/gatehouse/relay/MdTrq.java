@@ -259,8 +259,6 @@ final class MdTrq extends JsonScan {
     private int ro;
     /** While the walk of {@link #scanRecord} has seen only what Jackson writes as it is: the record is being copied. */
     private boolean recOk;
-    /** Whether the last string {@link #recStringEnd} walked is what Jackson writes for its text. */
-    private boolean canonical;
     private final int[] recKeyFrom = new int[MAX_RECORD_KEYS];
     private final int[] recKeyTo = new int[MAX_RECORD_KEYS];
     private int recKeys;
@@ -324,7 +322,7 @@ final class MdTrq extends JsonScan {
         }
         while (true) {
             int ks = i;
-            i = recKey(i);
+            i = key(i);
             if (i < 0) return -1;
             int ke = i;
             boolean md = false;
@@ -332,7 +330,7 @@ final class MdTrq extends JsonScan {
                 if (escaped(ks, ke)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
                 md = equalsAt(ks, ke, MD_KEY);
             }
-            if (recOk && (!canonical || !newKey(base, ks, ke) || (!md && metadataKey(ks, ke)))) recOk = false;
+            if (recOk && (!jacksonForm || !newKey(base, ks, ke) || (!md && metadataKey(ks, ke)))) recOk = false;
             i = colon(i);
             if (i < 0) return -1;
             if (md) {
@@ -398,10 +396,10 @@ final class MdTrq extends JsonScan {
             case '{': return recObject(i, depth + 1, false);
             case '[': return recArray(i, depth + 1);
             case '"': {
-                int end = recStringEnd(i);
+                int end = string(i);
                 if (end < 0) return -1;
                 if (recOk) {
-                    if (canonical) {
+                    if (jacksonForm) {
                         copy(i, end);
                     } else {
                         recOk = false;
@@ -425,73 +423,6 @@ final class MdTrq extends JsonScan {
                 return end;
             }
         }
-    }
-
-    /** A field name at {@code i}, checked as {@link #key} checks it; {@link #canonical} says whether Jackson writes it so. */
-    private int recKey(int i) {
-        if (i >= n || a[i] != '"') return -1;
-        int end = recStringEnd(i);
-        return end - i > MAX_NAME ? -1 : end;
-    }
-
-    /**
-     * A string token at {@code i}, checked as {@link #string} checks it (escapes as JSON has them, no control
-     * character, valid UTF-8); {@link #canonical} says whether it is what Jackson writes for its text: escapes only
-     * {@code \" \\ \b \t \n \f \r} and {@code \\u00XX} (uppercase) for the other control characters, and no 4-byte
-     * UTF-8 sequence (Jackson writes those its own way).
-     */
-    private int recStringEnd(int i) {
-        boolean plain = true;
-        int k = i + 1;
-        while (k < n) {
-            int c = a[k];
-            if (c == '"') {
-                canonical = plain;
-                return k + 1;
-            }
-            if (c == '\\') {
-                if (++k >= n) return -1;
-                int e = a[k];
-                if (e == 'u') {
-                    if (k + 4 >= n) return -1;
-                    for (int h = 1; h <= 4; h++) {
-                        if (!isHex(a[k + h])) return -1;
-                    }
-                    if (plain) plain = canonicalControl(k + 1);
-                    k += 5;
-                } else if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
-                    k++;
-                } else if (e == '/') {
-                    plain = false;
-                    k++;
-                } else {
-                    return -1;
-                }
-            } else if (c >= 0x20) {
-                k++;
-            } else if (c >= 0) {
-                return -1;   // a control character
-            } else {
-                if ((c & 0xff) >= 0xf0) plain = false;
-                k = utf8(k);
-                if (k < 0) return -1;
-            }
-        }
-        return -1;
-    }
-
-    /**
-     * The four hex digits of a {@code \\u} escape at {@code h}: whether Jackson writes that character so (a control
-     * character, uppercase hex, but not one it writes as {@code \b \t \n \f \r}).
-     */
-    private boolean canonicalControl(int h) {
-        if (a[h] != '0' || a[h + 1] != '0') return false;
-        byte hi = a[h + 2];
-        byte lo = a[h + 3];
-        if (hi != '0' && hi != '1') return false;
-        if (!((lo >= '0' && lo <= '9') || (lo >= 'A' && lo <= 'F'))) return false;
-        int v = (hi - '0') * 16 + (lo <= '9' ? lo - '0' : lo - 'A' + 10);
-        return !(v == 8 || v == 9 || v == 10 || v == 12 || v == 13);
     }
 
     private void emit(char c) {
