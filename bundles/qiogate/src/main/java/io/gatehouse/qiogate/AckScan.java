@@ -68,7 +68,6 @@ final class AckScan extends JsonScan {
         topResultState = ABSENT;
         if (!load(buf)) return UNSURE;
         if (!compact()) {
-            md = false;
             int i = ws(0);
             if (i >= n || a[i] != '{') return UNSURE;
             if (topObject(i) < 0) return UNSURE;

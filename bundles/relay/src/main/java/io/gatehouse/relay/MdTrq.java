@@ -72,15 +72,7 @@ final class MdTrq extends JsonScan {
 
     /** Scans the readable bytes of {@code buf} (not consumed): {@link #FOUND}, {@link #NONE} or {@link #UNSURE}. */
     int scan(ByteBuf buf) {
-        mdFrom = -1;
-        if (!load(buf)) return UNSURE;
-        int i = ws(0);
-        if (i >= n || a[i] != '{') return UNSURE;
-        if (topObject(i) < 0) {
-            mdFrom = -1;
-            return UNSURE;
-        }
-        return mdFrom < 0 ? NONE : FOUND;
+        return walk(buf, false);
     }
 
     /** After {@link #FOUND}: the ack can be echoed from the bytes ({@link #startAck}) and be what Jackson writes. */
@@ -271,15 +263,22 @@ final class MdTrq extends JsonScan {
      * walk for the record: the two walks were an eighth of the durable path's core loop.
      */
     int scanRecord(ByteBuf buf) {
+        return walk(buf, true);
+    }
+
+    /** The walk of {@link #scan} and {@link #scanRecord}: the record is copied only when {@code copy}. */
+    private int walk(ByteBuf buf, boolean copy) {
         mdFrom = -1;
         recOk = false;
         if (!load(buf)) return UNSURE;
         int i = ws(0);
         if (i >= n || a[i] != '{') return UNSURE;
-        if (rec.length < n) rec = new byte[Math.max(n, rec.length * 2)];
-        ro = 0;
-        recKeys = 0;
-        recOk = true;
+        if (copy) {
+            if (rec.length < n) rec = new byte[Math.max(n, rec.length * 2)];
+            ro = 0;
+            recKeys = 0;
+            recOk = true;
+        }
         if (recObject(i, 1, true) < 0) {
             mdFrom = -1;
             recOk = false;
@@ -306,9 +305,9 @@ final class MdTrq extends JsonScan {
     }
 
     /**
-     * An object at {@code i} that is {@code depth} deep, checked as {@link #object} checks it (the top one as
-     * {@link #topObject}: its metadata found, a key spelt with escapes not vouched for) and copied while
-     * {@link #recOk}.
+     * An object at {@code i} that is {@code depth} deep, checked as {@link #object} checks it (the top one also
+     * finds its metadata, the last {@code __md_trq__} object, and does not vouch for a key spelt with escapes) and
+     * copied while {@link #recOk}.
      */
     private int recObject(int i, int depth, boolean top) {
         if (depth > MAX_DEPTH) return -1;
@@ -558,33 +557,6 @@ final class MdTrq extends JsonScan {
     }
 
     // --- Its own part of the walk (the rest is JsonScan's): each method takes the index of a token's first byte, answers the index after it, or -1 ---
-
-    private int topObject(int i) {
-        i = first(i, '}');
-        if (i <= 0) return ~i;
-        while (true) {
-            int ks = i;
-            i = key(i);
-            if (i < 0) return -1;
-            if (escaped(ks, i)) return -1;   // a key spelt with escapes may be __md_trq__: Jackson knows
-            boolean md = equalsAt(ks, i, MD_KEY);
-            i = colon(i);
-            if (i < 0) return -1;
-            if (md && i < n && a[i] == '{') {
-                int vs = i;
-                i = mdObject(i);
-                if (i < 0) return -1;
-                mdFrom = vs;
-                mdTo = i;
-            } else {
-                if (md) mdFrom = -1;   // a later __md_trq__ that is no object hides an earlier one (the last wins)
-                i = value(i, 1);
-                if (i < 0) return -1;
-            }
-            i = next(i, '}');
-            if (i <= 0) return ~i;
-        }
-    }
 
     /** The metadata object: also says whether it is {@link #simple}. */
     private int mdObject(int i) {

@@ -137,7 +137,6 @@ public final class KafkaLink implements AutoCloseable {
     private volatile boolean senderParked;
     /** A wake of the send thread is queued on the executor (see {@link #send}). */
     private final AtomicBoolean wakeScheduled = new AtomicBoolean();
-
     private volatile boolean senderStop;
     private volatile Connectivity connectivity = Connectivity.down("not checked yet");
     private Connectivity reported; // watcher thread only
