@@ -223,19 +223,19 @@ public final class SideBySide {
         return median(rs.stream().mapToDouble(m::of).toArray());
     }
 
-    static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
+    /** Median of the values that are not NaN (a run that failed), NaN if none. */
+    public static double median(double[] values) {
+        double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
         if (v.length == 0) return Double.NaN;
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
-    static double min(double[] v) {
-        return Arrays.stream(v).min().orElse(Double.NaN);
+    public static double min(double[] v) {
+        return Arrays.stream(v).filter(x -> !Double.isNaN(x)).min().orElse(Double.NaN);
     }
 
-    static double max(double[] v) {
-        return Arrays.stream(v).max().orElse(Double.NaN);
+    public static double max(double[] v) {
+        return Arrays.stream(v).filter(x -> !Double.isNaN(x)).max().orElse(Double.NaN);
     }
 
     public static int freePortPublic() throws IOException {

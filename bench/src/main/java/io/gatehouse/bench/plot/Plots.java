@@ -3,12 +3,15 @@ package io.gatehouse.bench.plot;
 import io.gatehouse.bench.load.LoadGen;
 import io.gatehouse.bench.load.SideBySide;
 
+import static io.gatehouse.bench.load.SideBySide.max;
+import static io.gatehouse.bench.load.SideBySide.median;
+import static io.gatehouse.bench.load.SideBySide.min;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -257,6 +260,7 @@ public final class Plots {
     /** Draws the charts again from a CSV written by an earlier run: {@code Plots --from-csv FILE OUTDIR}. */
     static void fromCsv(Path csv, Path out) throws java.io.IOException {
         List<Map<String, String>> rows = read(Files.readAllLines(csv));
+        Files.createDirectories(out);
         // file, chart (CSV), title, x label, y label, column, log y, configs
         Object[][] charts = {
                 {"bench-delivered-vs-connections.png", "connections",
@@ -349,19 +353,5 @@ public final class Plots {
         return us >= 10_000 ? String.format(Locale.ROOT, "%,.0f", us / 1000) : String.format(Locale.ROOT, "%.1f", us / 1000);
     }
 
-    /** Median of the values that are not NaN (a failed round), NaN if none. */
-    static double median(double[] values) {
-        double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
-        if (v.length == 0) return Double.NaN;
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-    }
-
-    static double min(double[] v) {
-        return Arrays.stream(v).filter(x -> !Double.isNaN(x)).min().orElse(Double.NaN);
-    }
-
-    static double max(double[] v) {
-        return Arrays.stream(v).filter(x -> !Double.isNaN(x)).max().orElse(Double.NaN);
-    }
 
 }
