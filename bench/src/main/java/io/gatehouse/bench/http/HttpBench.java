@@ -74,7 +74,7 @@ import java.util.stream.Stream;
  * rate says how much CPU the server got, the CPU per message what it costs) are printed.
  *
  * <pre>HttpBench [--rounds 3] [--connections 4] [--batch 100] [--size 128] [--warmup 2] [--duration 5] [--fsync none|interval|always]
- *           [--sinks true|false] [--pipeline 1] [--configs raw,gatehouse]</pre>
+ *           [--sinks true|false] [--pipeline 1] [--configs raw,gatehouse] [--queue-kw key=value,...]</pre>
  * Run from the repository root (the demo config is read from {@code runtime/felix/src/main/dist/conf}, or from
  * {@code -Dgatehouse.demo.config}).
  */
@@ -92,6 +92,8 @@ public final class HttpBench {
         double duration = 5;
         /** fsync_policy of the demo's two C_QIOGATE; null = the demo's (interval). */
         String fsync;
+        /** More attributes of the demo's two C_QIOGATE ({@code --queue-kw fsync_max_records=0}), as JSON members. */
+        String queueKw = "";
         /** false: the demo's sinks are left out, the queues only fill (ingest and durable enqueue alone). */
         boolean sinks = true;
         /** Requests in flight per connection (HTTP/1.1 pipelining); C_PROT_HTTP_SR reads at most max_pipelined (16). */
@@ -136,6 +138,7 @@ public final class HttpBench {
                 case "--warmup": o.warmup = Double.parseDouble(args[i + 1]); break;
                 case "--duration": o.duration = Double.parseDouble(args[i + 1]); break;
                 case "--fsync": o.fsync = args[i + 1]; break;
+                case "--queue-kw": o.queueKw = io.gatehouse.bench.load.SideBySide.queueKw(args[i + 1]); break;
                 case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
                 case "--pipeline": o.pipeline = Integer.parseInt(args[i + 1]); break;
                 case "--configs": o.configs = List.of(args[i + 1].split(",")); break;
@@ -368,10 +371,12 @@ public final class HttpBench {
                         || services.get(i).get("name").asText().startsWith("__sink")) services.remove(i);
             }
         }
-        if (o.fsync != null) {
-            for (JsonNode svc : cfg.get("services")) {
-                if (!svc.get("name").asText().equals("__output_side__")) continue;
-                for (JsonNode q : svc.get("children")) ((ObjectNode) q.get("kw")).put("fsync_policy", o.fsync);
+        for (JsonNode svc : cfg.get("services")) {
+            if (!svc.get("name").asText().equals("__output_side__")) continue;
+            for (JsonNode q : svc.get("children")) {
+                ObjectNode kw = (ObjectNode) q.get("kw");
+                if (o.fsync != null) kw.put("fsync_policy", o.fsync);
+                if (!o.queueKw.isEmpty()) kw.setAll((ObjectNode) JSON.readTree("{" + o.queueKw.substring(1) + "}"));
             }
         }
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl();

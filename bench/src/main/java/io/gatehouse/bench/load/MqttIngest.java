@@ -50,7 +50,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * loaded machine moves less than the rate. Rounds alternate the two targets.
  *
  * <pre>MqttIngest [--rounds 3] [--connections 4] [--window 1000] [--warmup 2] [--duration 5] [--size 128]
- *            [--mosquitto /usr/sbin/mosquitto]</pre>
+ *            [--mosquitto /usr/sbin/mosquitto] [--queue-kw fsync_max_records=0]</pre>
  */
 public final class MqttIngest {
     private MqttIngest() {}
@@ -77,6 +77,7 @@ public final class MqttIngest {
                 case "--duration": o.duration = Double.parseDouble(args[i + 1]); break;
                 case "--size": o.size = Integer.parseInt(args[i + 1]); break;
                 case "--mosquitto": mosquitto = args[i + 1]; break;
+                case "--queue-kw": SideBySide.queueKw = SideBySide.queueKw(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }

@@ -99,6 +99,7 @@ public final class SideBySide {
                 case "--rate": base.rate = Long.parseLong(args[i + 1]); break;   // msgs/s over all connections, 0 = max
                 case "--configs": configs = List.of(args[i + 1].split(",")); break;
                 case "--io-threads": ioThreads = Integer.parseInt(args[i + 1]); break;
+                case "--queue-kw": queueKw = queueKw(args[i + 1]); break;
                 case "--modes": case "--mode":
                     modes = Stream.of(args[i + 1].split(",")).map(LoadGen.Mode::parse).collect(Collectors.toList());
                     break;
@@ -419,9 +420,27 @@ public final class SideBySide {
                 + "\",\"gclass\":\"C_TCP\",\"kw\":{\"url\":\"tcp://127.0.0.1:" + sinkPort + "\"}}]}]}";
     }
 
+    /** More attributes of every C_QIOGATE, as JSON members ({@code --queue-kw fsync_max_records=100}); "" = none. */
+    static String queueKw = "";
+
+    /** {@code k=v,k=v} as JSON members, each after a comma; a value of digits is a number, any other a string. */
+    public static String queueKw(String arg) {
+        StringBuilder b = new StringBuilder();
+        for (String kv : arg.split(",")) {
+            String[] p = kv.split("=", 2);
+            if (p.length != 2 || !p[0].matches("[a-z_0-9]+")) {
+                throw new IllegalArgumentException("--queue-kw wants key=value[,key=value], not " + kv);
+            }
+            b.append(",\"").append(p[0]).append("\":")
+                    .append(p[1].matches("-?\\d+") ? p[1] : "\"" + p[1].replace("\\", "\\\\").replace("\"", "\\\"") + "\"");
+        }
+        return b.toString();
+    }
+
     static String queue(String name, String policy, int sinkPort) {
         return "{\"name\":\"" + name + "\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"bench\",\"tkey\":\"tm\","
-                + "\"fsync_policy\":\"" + policy + "\",\"alert_queue_size\":0},\"children\":[{\"name\":\"" + name
+                + "\"fsync_policy\":\"" + policy + "\",\"alert_queue_size\":0" + queueKw
+                + "},\"children\":[{\"name\":\"" + name
                 + "\",\"gclass\":\"C_IOGATE\",\"children\":[" + out(name, sinkPort) + "]}]}";
     }
 

@@ -109,6 +109,16 @@ public final class QIoGate implements GObjBehavior {
             "When records are forced to the device: none, interval (group commit) or always");
     static final Attr<Long> FSYNC_INTERVAL_MS = Attr.integer("fsync_interval_ms",
             TrQueueOptions.DEFAULT_FSYNC_INTERVAL_MS, AttrFlag.RD, "Group-commit period of fsync_policy interval, ms");
+    /**
+     * Eight records written are forced at once rather than at the end of the period: a producer that waits for its
+     * acks (an HTTP request of a batch, an MQTT client with ten publishes in flight) waits for one fsync instead of
+     * the timer, while a trickle of records is still forced once a period. Under sustained load the commits run back
+     * to back, each covering what came during the previous one (docs/GATES.md, docs/BENCHMARKS.md).
+     */
+    static final int DEFAULT_FSYNC_MAX_RECORDS = 8;
+    static final Attr<Long> FSYNC_MAX_RECORDS = Attr.integer("fsync_max_records", DEFAULT_FSYNC_MAX_RECORDS, AttrFlag.RD,
+            "fsync_policy interval: a group commit starts at once when this many written records wait for it"
+                    + " (0 = on the period only)");
 
     static final Attr<Long> MSGS_IN_QUEUE = Attr.integer("msgs_in_queue", 0, AttrFlag.STATS,
             "Messages persisted and not acked yet (sent or not)");
@@ -172,7 +182,7 @@ public final class QIoGate implements GObjBehavior {
             .attrs(TIMEOUT_POLL, TIMEOUT_BACKUP, TRANGER_PATH, TRANGER_DATABASE, TOPIC_NAME, TKEY, SYSTEM_FLAG,
                     ALERT_MESSAGE, MAX_PENDING_ACKS, MAX_PENDING_BYTES, BACKUP_QUEUE_SIZE, ALERT_QUEUE_SIZE,
                     TIMEOUT_ACK, RETRY_DELAY, WITH_METADATA, DISABLE_ALERT, FSYNC_POLICY, FSYNC_INTERVAL_MS,
-                    MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS,
+                    FSYNC_MAX_RECORDS, MSGS_IN_QUEUE, PENDING_ACKS, OLDEST_PENDING_AGE_MS, ALERT, RETRIES, NACKS, ACKS, IGNORED_ACKS,
                     ENQUEUED, ENQUEUE_ERRORS)
             .fsm(FSM)
             .command("queue_mark_pending",
@@ -703,7 +713,8 @@ public final class QIoGate implements GObjBehavior {
     private TrQueueOptions queueOptions() {
         return TrQueueOptions.defaults()
                 .withFsyncPolicy(FsyncPolicy.parse(gobj.read(FSYNC_POLICY)))
-                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)));
+                .withFsyncIntervalMs(Math.max(1, gobj.readLong(FSYNC_INTERVAL_MS)))
+                .withFsyncMaxRecords((int) Math.min(Integer.MAX_VALUE, Math.max(0, gobj.readLong(FSYNC_MAX_RECORDS))));
     }
 
     private void closeQueue() {

@@ -11,6 +11,8 @@ import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeBottom;
 import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.api.queue.FsyncPolicy;
+import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.testkit.MemTrQueueFactory;
 import io.gatehouse.testkit.Recorder;
 import io.netty.buffer.Unpooled;
@@ -133,6 +135,29 @@ class QIoGateTest {
     }
 
     // --- Send protocol ---
+
+    @Test
+    void shouldOpenItsQueueWithTheGroupCommitOfItsAttributes() {
+        givenGate("{\"topic_name\":\"t\"}");
+        TrQueueOptions defaults = rt.call(() -> qf.opened.get(0).options());
+        assertEquals(QIoGate.DEFAULT_FSYNC_MAX_RECORDS, defaults.fsyncMaxRecords());
+        assertEquals(FsyncPolicy.INTERVAL, defaults.fsyncPolicy());
+        rt.close();
+        qf.close();
+
+        givenGate("{\"topic_name\":\"t\",\"fsync_interval_ms\":9,\"fsync_max_records\":500}");
+        TrQueueOptions set = rt.call(() -> qf.opened.get(1).options());
+        assertEquals(9, set.fsyncIntervalMs());
+        assertEquals(500, set.fsyncMaxRecords());
+        rt.close();
+        qf.close();
+
+        // out of range: the nearest meaning (0 = the period only), as fsync_interval_ms below 1 is 1
+        givenGate("{\"topic_name\":\"t\",\"fsync_interval_ms\":0,\"fsync_max_records\":-5}");
+        TrQueueOptions clamped = rt.call(() -> qf.opened.get(2).options());
+        assertEquals(1, clamped.fsyncIntervalMs());
+        assertEquals(0, clamped.fsyncMaxRecords());
+    }
 
     @Test
     void shouldQueueWhileClosedAndSendInOrderWhenOpened() {

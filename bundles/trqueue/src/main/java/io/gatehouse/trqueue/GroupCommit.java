@@ -10,12 +10,14 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 
 /**
  * When what a queue wrote becomes durable, and who is told. With {@link FsyncPolicy#INTERVAL} the factory's flusher
- * thread forces the topic's files once a period (one commit for every append and ack since the last one); with
+ * thread forces the topic's files once a period (one commit for every append and ack since the last one), and at once
+ * when {@code fsyncMaxRecords} written records wait for it; with
  * ALWAYS the append forces them itself; with NONE nothing is forced. Each commit moves the durable mark and tells
  * the {@link DurableListener}s, whose calls are coalesced.
  *
@@ -27,6 +29,11 @@ final class GroupCommit {
     /** Runs {@code tick} every {@code intervalMs} on the flusher thread. */
     interface Scheduler {
         ScheduledFuture<?> every(Runnable tick, long intervalMs);
+
+        /** Runs {@code task} once on the flusher thread, as soon as it is free; false when it cannot. */
+        default boolean now(Runnable task) {
+            return false;
+        }
     }
 
     private final String name;
@@ -36,6 +43,11 @@ final class GroupCommit {
     /** Guards the topic's files against the flusher while they are forced, swapped, backed up or closed. */
     private final Object lock = new Object();
     private ScheduledFuture<?> flushTask;
+    private Scheduler scheduler;
+    /** INTERVAL: a commit starts at once when this many written records wait for one (0 = on the period only). */
+    private int maxRecords;
+    /** An early commit is on the flusher's way and has not started: the next one is asked only after it starts. */
+    private final AtomicBoolean earlyAsked = new AtomicBoolean();
     /** Flag stores written (acks): a commit forces again when they moved, even without a new row. */
     private volatile long acks;
     private long acksForced;
@@ -101,6 +113,16 @@ final class GroupCommit {
 
     /** Starts the flusher when the policy has one. */
     void start(Scheduler scheduler, long intervalMs) {
+        start(scheduler, intervalMs, 0);
+    }
+
+    /**
+     * Starts the flusher when the policy has one; with INTERVAL and {@code maxRecords > 0}, a commit also starts as
+     * soon as that many written records wait for one ({@link #written}).
+     */
+    void start(Scheduler scheduler, long intervalMs, int maxRecords) {
+        this.scheduler = scheduler;
+        this.maxRecords = policy == FsyncPolicy.INTERVAL ? maxRecords : 0;
         if (policy == FsyncPolicy.INTERVAL) {
             flushTask = scheduler.every(this::flushTick, intervalMs);
         } else if (policy == FsyncPolicy.ALWAYS) {
@@ -151,7 +173,31 @@ final class GroupCommit {
             publish(generation, rowid);
         } else if (policy == FsyncPolicy.NONE) {
             publish(generation, rowid);
+        } else {
+            written(tp);
         }
+    }
+
+    /**
+     * Records went to the file (the owner's stage was written, or an append went through the mapping). With a
+     * {@code maxRecords} and at least that many of them waiting for a force, the flusher commits now instead of at
+     * the end of its period: under a burst the producers wait for one fsync, not for the timer, while a trickle is
+     * still forced once a period. The flusher runs the commits one after the other, so the records written during
+     * one force are asked for again and go with the next: a continuous group commit while the burst lasts. Owner
+     * thread (or the appending thread).
+     */
+    void written(Topic tp) {
+        int max = maxRecords;
+        if (max == 0) return;
+        DurableMark d = durable;
+        long waiting = d.generation() == tp.generation ? tp.writtenRowid - d.rowid() : tp.writtenRowid;
+        if (waiting < max || earlyAsked.get() || !earlyAsked.compareAndSet(false, true)) return;
+        if (!scheduler.now(this::earlyCommit)) earlyAsked.set(false); // the flusher is gone: the queue is closing
+    }
+
+    private void earlyCommit() {
+        earlyAsked.set(false);
+        forceWritten();
     }
 
     /** Sets the mark without telling anyone: the queue knows it holds (a topic taken, a backup's force). */

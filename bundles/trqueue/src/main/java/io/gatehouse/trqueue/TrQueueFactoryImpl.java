@@ -24,6 +24,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -202,6 +203,17 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
             });
         }
         return flusher.scheduleWithFixedDelay(tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Runs {@code task} once on the flusher thread; false when there is none (not started, or closed). */
+    synchronized boolean flushNow(Runnable task) {
+        if (flusher == null) return false;
+        try {
+            flusher.execute(task);
+            return true;
+        } catch (RejectedExecutionException e) {
+            return false;
+        }
     }
 
     void closed(TrQueueImpl q) {

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -104,7 +105,17 @@ final class TrQueueImpl implements TrQueue {
 
     private void startCommits() {
         commit.onUnwritten(this::scheduleFlush);
-        commit.start(factory::scheduleFlush, opts.fsyncIntervalMs());
+        commit.start(new GroupCommit.Scheduler() {
+            @Override
+            public ScheduledFuture<?> every(Runnable tick, long intervalMs) {
+                return factory.scheduleFlush(tick, intervalMs);
+            }
+
+            @Override
+            public boolean now(Runnable task) {
+                return factory.flushNow(task);
+            }
+        }, opts.fsyncIntervalMs(), opts.fsyncMaxRecords());
     }
 
     // --- Write-behind (the owner's stage) ---
@@ -125,7 +136,10 @@ final class TrQueueImpl implements TrQueue {
     private void writeStage(Topic tp, boolean force) {
         if (!tp.staging() || (!tp.unwritten() && !force)) return;
         try {
-            if (tp.unwritten() && tp.flushStage()) commit.flagWritten();
+            if (tp.unwritten()) {
+                if (tp.flushStage()) commit.flagWritten();
+                commit.written(tp);
+            }
             // ALWAYS: one force for every append of the turn, before anyone is told they are durable (acks alone
             // are not forced, as ever: they go with the next force)
             if (force && commit.durableRowid(generation) != tp.writtenRowid) commit.forceWritten();

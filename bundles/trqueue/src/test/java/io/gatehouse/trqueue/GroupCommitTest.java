@@ -290,6 +290,74 @@ class GroupCommitTest {
         assertEquals(List.of(), told, "a mark the queue sets tells no one");
     }
 
+    /** A scheduler whose periodic tick never runs and whose early commits wait in {@link #early} for the test. */
+    final List<Runnable> early = new ArrayList<>();
+    boolean flusherGone;
+    final GroupCommit.Scheduler recording = new GroupCommit.Scheduler() {
+        @Override
+        public ScheduledFuture<?> every(Runnable tick, long intervalMs) {
+            return null;
+        }
+
+        @Override
+        public boolean now(Runnable task) {
+            if (flusherGone) return false;
+            early.add(task);
+            return true;
+        }
+    };
+
+    @Test
+    void shouldAskOneEarlyCommitWhenMaxRecordsWaitAndAnotherOnlyOnceItStarted() throws Exception {
+        GroupCommit c = interval();
+        c.start(recording, 5, 3);
+        assertFalse(appendForced(c));
+        assertFalse(appendForced(c));
+        assertEquals(0, early.size(), "2 written, 3 needed");
+        assertFalse(appendForced(c), "the append itself never forces");
+        assertEquals(1, early.size(), "the third asks the flusher");
+        appendForced(c);
+        assertEquals(1, early.size(), "one asked and not started: no second");
+
+        early.remove(0).run();
+        assertEquals(4, c.durableRowid(7), "it covers what was written when it ran");
+        assertEquals(List.of("7:4"), told);
+        appendForced(c);
+        appendForced(c);
+        assertEquals(0, early.size(), "2 wait since that commit");
+        appendForced(c);
+        assertEquals(1, early.size());
+        early.remove(0).run();
+        assertEquals(7, c.durableRowid(7));
+    }
+
+    @Test
+    void shouldAskNoEarlyCommitWithoutACountOrUnderAnotherPolicy() throws Exception {
+        GroupCommit none = interval();
+        none.start(recording, 5, 0);
+        for (int i = 0; i < 10; i++) appendForced(none);
+        assertEquals(0, early.size(), "0: the period only");
+
+        GroupCommit nonePolicy = commit(FsyncPolicy.NONE, Runnable::run);
+        nonePolicy.start(recording, 5, 1);
+        for (int i = 0; i < 10; i++) appendForced(nonePolicy);
+        assertEquals(0, early.size(), "NONE forces nothing");
+    }
+
+    @Test
+    void shouldAskAgainAtTheNextWriteWhenTheFlusherWasGone() throws Exception {
+        GroupCommit c = interval();
+        c.start(recording, 5, 1);
+        flusherGone = true;
+        appendForced(c);
+        assertEquals(0, early.size());
+        flusherGone = false;
+        appendForced(c);
+        assertEquals(1, early.size(), "a refused ask does not block the next one");
+        early.remove(0).run();
+        assertEquals(2, c.durableRowid(7));
+    }
+
     @Test
     void shouldScheduleAFlusherForIntervalAndASlowRetryForAlwaysAndNoneForNone() {
         ScheduledExecutorService ses = Executors.newSingleThreadScheduledExecutor();

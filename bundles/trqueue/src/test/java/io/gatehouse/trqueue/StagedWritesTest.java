@@ -284,6 +284,55 @@ class StagedWritesTest {
     }
 
     @Test
+    void shouldCommitATurnOfManyRowsAtOnceAndLeaveAFewToThePeriodWithFsyncMaxRecords() throws Exception {
+        // the period is an hour: only the count can start a commit during the test
+        TrQueue q = factory.open(dir, "db", "T", "", 0, 0, TrQueueOptions.defaults().withSegmentSize(1 << 20)
+                .withMaxMessageSize(4096).withFsyncIntervalMs(3_600_000).withFsyncMaxRecords(50));
+        q.onDurable((gen, rowid) -> told.set(rowid), loop);
+        onLoop(() -> {
+            for (int i = 1; i <= 49; i++) q.append(0, msg(i, 10), 0);
+            return null;
+        });
+        onLoop(() -> null);   // after the turn's write
+        int forces = ops.forces.get();
+        Thread.sleep(200);
+        assertEquals(0, q.durableRowid(), "49 rows written wait for the period");
+        assertEquals(forces, ops.forces.get());
+
+        onLoop(() -> q.append(0, msg(50, 10), 0));
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (told.get() != 50 && System.nanoTime() < deadline) Thread.sleep(5);
+        assertEquals(50, q.durableRowid(), "the 50th row written starts the commit");
+        assertEquals(50, told.get(), "and the listener is told");
+
+        // a burst: each turn's rows go with the next commit, none waits for the period
+        for (int turn = 0; turn < 5; turn++) {
+            int base = 100 + 100 * turn;
+            onLoop(() -> {
+                for (int i = 0; i < 100; i++) q.append(0, msg(base + i, 10), 0);
+                return null;
+            });
+        }
+        deadline = System.nanoTime() + 10_000_000_000L;
+        while (q.durableRowid() != 550 && System.nanoTime() < deadline) Thread.sleep(5);
+        assertEquals(550, q.durableRowid());
+        q.close();
+    }
+
+    @Test
+    void shouldWaitForThePeriodWhenFsyncMaxRecordsIsZero() throws Exception {
+        TrQueue q = open(factory, 1 << 20, 4096);
+        onLoop(() -> {
+            for (int i = 1; i <= 1000; i++) q.append(0, msg(i, 10), 0);
+            return null;
+        });
+        onLoop(() -> null);
+        Thread.sleep(200);
+        assertEquals(0, q.durableRowid(), "no count: the hour's period decides");
+        q.close();
+    }
+
+    @Test
     void shouldWriteThroughWhenAppendsComeFromAnotherThreadThanTheListenersLoop() throws Exception {
         TrQueue q = open(factory, 1 << 20, 4096);
         q.append(0, msg(1, 10), 0);

@@ -11,9 +11,12 @@
  * <p>1.3.0 (minor): {@code TrQueueFactory.writeHeldBack}, a default method (the records a queue holds back until the
  * end of its owner's loop turn written now, for a caller that notes elsewhere that they were queued): a trqueue built
  * against 1.2 writes through, and the default, true, is right for it.
+ *
+ * <p>1.4.0 (minor): {@code TrQueueOptions.fsyncMaxRecords} (a group commit that starts early once that many records
+ * wait for it): a trqueue built against 1.3 does not read it and commits on its period only.
  */
 @Export
-@Version("1.3.0")
+@Version("1.4.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
