@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Nothing acked is lost when the gateway process is killed with SIGKILL: with 100,000 messages queued (the
@@ -21,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  */
 class KillRestartIT {
     private static final int QUEUED = 100_000;
-    private static final int UNDER_LOAD = 50_000;
+    private static final int UNDER_LOAD = 200_000;
 
     @Test
     @Timeout(600)
@@ -60,10 +61,15 @@ class KillRestartIT {
                 CompletableFuture<Gateways.Sent> flow = CompletableFuture.supplyAsync(() -> Gateways.send(
                         "--port", "" + input, "--count", "" + UNDER_LOAD, "--start", "" + QUEUED, "--window", "2000",
                         "--timeout", "240", "--resend-after", "5", "--quiet"));
-                Thread.sleep(1500);
+                // the kill lands once a tenth of the flow is delivered, not after a fixed time: with acks one fsync
+                // away (fsync_max_records) the whole flow can be over in a second
+                awaitDelivered(sinks, QUEUED + UNDER_LOAD / 10, 240_000);
+                boolean midFlow = !flow.isDone();
                 gw.kill9();
                 Thread.sleep(500);
                 gw.start();
+                gw.awaitListening(input, 60_000);
+                assertTrue(midFlow, "the kill -9 landed while the producer was still sending");
                 Gateways.Sent second = flow.get(300, TimeUnit.SECONDS);
                 assertEquals(0, second.exit, second.output);
                 awaitDelivered(sinks, QUEUED + UNDER_LOAD, 240_000);

@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * same data: nothing acked is lost, and the highest versions are the ones serving.
  */
 class UpgradeCrashIT {
-    private static final int COUNT = 30_000;
+    private static final int COUNT = 150_000;
 
     @Test
     @Timeout(600)
@@ -62,9 +62,12 @@ class UpgradeCrashIT {
                 Files.move(part, dist.resolve("deploy/" + jar.getFileName()), StandardCopyOption.ATOMIC_MOVE);
             }
             Thread.sleep(150 + (System.nanoTime() % 300));   // FileInstall polls every 500 ms: somewhere in the upgrade
+            boolean midFlow = !flow.isDone();
             gw.kill9();
             Thread.sleep(300);
             gw.start();
+            gw.awaitListening(input, 60_000);
+            assertTrue(midFlow, "the kill -9 landed while the producer was still sending");
             Gateways.Sent sent = flow.get(360, TimeUnit.SECONDS);
             assertEquals(0, sent.exit, sent.output);
             awaitDistinct(sinks, COUNT, 240_000);
