@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * same data: nothing acked is lost, and the highest versions are the ones serving.
  */
 class UpgradeCrashIT {
-    private static final int COUNT = 150_000;
+    private static final int COUNT = 600_000;
 
     @Test
     @Timeout(600)
