@@ -365,6 +365,7 @@ public final class MemTrQueueFactory implements TrQueueFactory {
 
         /** The options the queue was opened with (what the gate made of its attributes). */
         public TrQueueOptions options() { return options; }
+
         /** 0 once closed: like the trqueue's, a closed queue has no topic any more. */
         @Override public long lastRowid() { return closed ? 0 : tp.rows.size(); }
 

@@ -138,25 +138,28 @@ class QIoGateTest {
 
     @Test
     void shouldOpenItsQueueWithTheGroupCommitOfItsAttributes() {
-        givenGate("{\"topic_name\":\"t\"}");
-        TrQueueOptions defaults = rt.call(() -> qf.opened.get(0).options());
+        TrQueueOptions defaults = queueOptionsOf("{\"topic_name\":\"t\"}");
         assertEquals(QIoGate.DEFAULT_FSYNC_MAX_RECORDS, defaults.fsyncMaxRecords());
         assertEquals(FsyncPolicy.INTERVAL, defaults.fsyncPolicy());
-        rt.close();
-        qf.close();
 
-        givenGate("{\"topic_name\":\"t\",\"fsync_interval_ms\":9,\"fsync_max_records\":500}");
-        TrQueueOptions set = rt.call(() -> qf.opened.get(1).options());
+        TrQueueOptions set = queueOptionsOf("{\"topic_name\":\"t\",\"fsync_interval_ms\":9,\"fsync_max_records\":500}");
         assertEquals(9, set.fsyncIntervalMs());
         assertEquals(500, set.fsyncMaxRecords());
-        rt.close();
-        qf.close();
 
         // out of range: the nearest meaning (0 = the period only), as fsync_interval_ms below 1 is 1
-        givenGate("{\"topic_name\":\"t\",\"fsync_interval_ms\":0,\"fsync_max_records\":-5}");
-        TrQueueOptions clamped = rt.call(() -> qf.opened.get(2).options());
+        TrQueueOptions clamped = queueOptionsOf(
+                "{\"topic_name\":\"t\",\"fsync_interval_ms\":0,\"fsync_max_records\":-5}");
         assertEquals(1, clamped.fsyncIntervalMs());
         assertEquals(0, clamped.fsyncMaxRecords());
+    }
+
+    /** The options a gate of {@code kw} opened its queue with; the gate and its queue are closed again. */
+    TrQueueOptions queueOptionsOf(String kw) {
+        givenGate(kw);
+        TrQueueOptions o = rt.call(() -> qf.opened.get(qf.opened.size() - 1).options());
+        rt.close();
+        qf.close();
+        return o;
     }
 
     @Test

@@ -111,11 +111,6 @@ final class GroupCommit {
         ownerFlush = askOwner;
     }
 
-    /** Starts the flusher when the policy has one. */
-    void start(Scheduler scheduler, long intervalMs) {
-        start(scheduler, intervalMs, 0);
-    }
-
     /**
      * Starts the flusher when the policy has one; with INTERVAL and {@code maxRecords > 0}, a commit also starts as
      * soon as that many written records wait for one ({@link #written}).
@@ -173,7 +168,8 @@ final class GroupCommit {
             publish(generation, rowid);
         } else if (policy == FsyncPolicy.NONE) {
             publish(generation, rowid);
-        } else {
+        } else if (tp.writtenRowid == rowid) {
+            // written through (not staged): a staged append is counted when the owner writes its stage
             written(tp);
         }
     }

@@ -370,13 +370,13 @@ class GroupCommitTest {
                 tasks.add(f);
                 return f;
             };
-            commit(FsyncPolicy.NONE, Runnable::run).start(scheduler, 5);
+            commit(FsyncPolicy.NONE, Runnable::run).start(scheduler, 5, 0);
             assertEquals(List.of(), intervals);
             // ALWAYS forces on its own: its tick only retries a force that failed, at most every 100 ms
-            commit(FsyncPolicy.ALWAYS, Runnable::run).start(scheduler, 5);
+            commit(FsyncPolicy.ALWAYS, Runnable::run).start(scheduler, 5, 0);
             assertEquals(List.of(GroupCommit.ALWAYS_RETRY_MS), intervals);
             GroupCommit c = interval();
-            c.start(scheduler, 5);
+            c.start(scheduler, 5, 0);
             assertEquals(List.of(GroupCommit.ALWAYS_RETRY_MS, 5L), intervals);
             c.stop();
             assertTrue(tasks.get(1).isCancelled());
