@@ -135,6 +135,22 @@ class HttpIngestTest {
         assertEquals(n, delivered(), "delivered to the sinks");
     }
 
+    /**
+     * Waits until both outputs hold nothing: a request answered 200 is durably queued, not yet delivered, so what an
+     * earlier test had accepted may still reach a sink while the next one counts.
+     */
+    private void awaitOutputsDrained() throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (System.currentTimeMillis() < deadline) {
+            JsonNode d = rt.command("stats-yuno service=__output_side__").get("data");
+            if (d.get("output-0").get("msgs_in_queue").asLong() == 0 && d.get("output-1").get("msgs_in_queue").asLong() == 0) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("the outputs did not drain within 20 s: " + rt.command("stats-yuno service=__output_side__"));
+    }
+
     private Path ndjson(String name, int from, int count) throws IOException {
         StringBuilder sb = new StringBuilder();
         for (int i = from; i < from + count; i++) sb.append("{\"id\":\"msg-").append(i).append("\",\"n\":").append(i).append("}\n");
@@ -172,6 +188,7 @@ class HttpIngestTest {
 
     @Test
     void shouldAnswer4xxWithoutStoringAnything() throws Exception {
+        awaitOutputsDrained();
         long before = delivered();
         String noToken = curl("-i", "-d", "{\"id\":\"msg-9000\"}", url("/ingest"));
         assertEquals(401, status(noToken), noToken);
