@@ -16,6 +16,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
 import io.gatehouse.api.queue.TrQueueFactory;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
 import io.gatehouse.support.ProtocolBottom;
@@ -317,6 +318,9 @@ public final class ProtMqtt implements GObjBehavior {
 
     // Per connection: plain fields, reset by acConnected (what a live handover would export).
     private MqttCodec codec;
+    private final IngestJson ingest = new IngestJson();
+    private final FastPublish fastPublish = new FastPublish();
+    private final IngestJson.AckScan ackScan = new IngestJson.AckScan();
     /** Counts connections of this gobj: an ack names the one its message came on. */
     private long epoch;
     private long seq;
@@ -769,7 +773,7 @@ public final class ProtMqtt implements GObjBehavior {
         IngestJson.Ack a;
         ByteBuf buf = Kw.gbuffer(kw);
         if (buf != null) {
-            a = IngestJson.parseAck(buf);
+            a = ackScan.read(buf);
         } else {
             a = new IngestJson.Ack();   // an ack as a dict (not what the relay sends, but the same meaning)
             JsonNode md = kw.get(Kw.MD_TRQ);
@@ -995,6 +999,7 @@ public final class ProtMqtt implements GObjBehavior {
     }
 
     private void handle(ByteBuf packet) {
+        if (gobj.inState(St.ST_CONNECTED) && publishFast(packet)) return;
         int size = packet.readableBytes();
         MqttMessage m = codec.decode(packet);
         DecoderResult r = m.decoderResult();
@@ -1021,7 +1026,9 @@ public final class ProtMqtt implements GObjBehavior {
         }
         switch (type) {
             case PUBLISH:
-                onPublish((MqttPublishMessage) m);
+                MqttPublishMessage p = (MqttPublishMessage) m;
+                onPublish(p.variableHeader().topicName(), p.fixedHeader().qosLevel().value(),
+                        p.variableHeader().packetId(), p.variableHeader().properties(), p.payload());
                 return;
             case PUBREL:
                 onPubrel(((MqttMessageIdVariableHeader) m.variableHeader()).messageId());
@@ -1212,18 +1219,35 @@ public final class ProtMqtt implements GObjBehavior {
         gobj.publish(Ev.EV_ON_OPEN, open);
     }
 
-    private void onPublish(MqttPublishMessage p) {
-        ByteBuf payload = p.payload();
+    /**
+     * A connected client's PUBLISH in its plain form, read by {@link FastPublish} without the codec (the packet every
+     * message is); false, nothing consumed, for anything else.
+     *
+     * @param packet one whole packet (owned: consumed when this answers true)
+     */
+    private boolean publishFast(ByteBuf packet) {
+        if (!fastPublish.read(packet, version == 5)) return false;
+        if (gobj.isTraced(TRACE_TRAFFIC)) {
+            Glog.info(gobj, "packet received", "type", MqttMessageType.PUBLISH.name(), "bytes", packet.readableBytes());
+        }
+        packet.readerIndex(fastPublish.payloadStart);
+        onPublish(fastPublish.topic, fastPublish.qos, fastPublish.packetId, MqttProperties.NO_PROPERTIES, packet);
+        return true;
+    }
+
+    /**
+     * A PUBLISH of a connected client ({@code id} -1 at QoS 0; {@code properties} those of 5.0, else none).
+     *
+     * @param payload its payload (owned: released here)
+     */
+    private void onPublish(String topic, int qos, int id, MqttProperties properties, ByteBuf payload) {
         try {
-            int qos = p.fixedHeader().qosLevel().value();
-            int id = p.variableHeader().packetId();
             if (qos > gobj.readLong(MAX_QOS)) {
                 protocolError("PUBLISH QoS " + qos + " over max_qos", RC_QOS_NOT_SUPPORTED);
                 return;
             }
-            String topic = p.variableHeader().topicName();
             if (version == 5) {
-                MqttProperties.MqttProperty<?> a = p.variableHeader().properties()
+                MqttProperties.MqttProperty<?> a = properties
                         .getProperty(MqttProperties.MqttPropertyType.TOPIC_ALIAS.value());
                 if (a != null) {
                     int alias = (Integer) a.value();
@@ -1337,7 +1361,7 @@ public final class ProtMqtt implements GObjBehavior {
 
     /** The message goes up: the JSON of the payload (or its wrapping) with the topic, and the ack data. */
     private void up(String topic, ByteBuf payload, IngestJson.Md md) {
-        ByteBuf msg = IngestJson.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), topic, payload, md, false);
+        ByteBuf msg = ingest.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), topic, payload, md, false);
         ObjectNode kw = Kw.withGbuffer(msg);
         if (inputThreshold.handedUp(msg.readableBytes(), gobj.readLong(INPUT_THRESHOLD_MSGS),
                 gobj.readLong(INPUT_THRESHOLD_BYTES))) {
@@ -1350,7 +1374,7 @@ public final class ProtMqtt implements GObjBehavior {
     private void publishWill() {
         gobj.inc(WILLS);
         ByteBuf p = io.netty.buffer.Unpooled.wrappedBuffer(willPayload);
-        ByteBuf msg = IngestJson.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), willTopic, p, null, true);
+        ByteBuf msg = ingest.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), willTopic, p, null, true);
         willTopic = null;
         willPayload = null;
         gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(msg));
@@ -1485,7 +1509,7 @@ public final class ProtMqtt implements GObjBehavior {
     private void txAck(MqttMessageType type, int id) {
         GObj bottom = gobj.bottom();
         if (bottom == null || codec == null) return;
-        ByteBuf out = alloc.buffer(4);
+        ByteBuf out = Gbuffers.allocateHeap(4);   // C_TCP copies it into its batch: no pool, no leak sampling
         out.writeByte(type.value() << 4).writeByte(2).writeShort(id);
         if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "packet sent", "type", type.name(), "bytes", 4);
         bottom.send(Ev.EV_TX_DATA, Kw.withGbuffer(out), gobj);
