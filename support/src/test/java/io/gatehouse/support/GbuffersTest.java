@@ -24,15 +24,31 @@ class GbuffersTest {
     void shouldWriteLongsInDecimalAsLongToStringDoes() {
         long[] values = {0, 1, 7, 9, 10, 99, 100, 4711, 1_733_000_000_000L, 1764428000123L, Long.MAX_VALUE,
             -1, -10, -4711, Long.MIN_VALUE + 1, Long.MIN_VALUE};
-        for (long v : values) {
-            ByteBuf b = Unpooled.buffer(1, 64);   // grows on the way, from no room at all
-            try {
+        java.util.List<Long> all = new java.util.ArrayList<>();
+        for (long v : values) all.add(v);
+        for (long p = 1; p > 0 && p <= Long.MAX_VALUE / 10; p *= 10) {
+            for (long v : new long[] {p - 1, p, p + 1, 10 * p - 1}) {
+                all.add(v);
+                all.add(-v);
+            }
+        }
+        java.util.Random r = new java.util.Random(3);
+        for (int i = 0; i < 1000; i++) all.add(r.nextLong() >> r.nextInt(64));
+        for (long v : all) {
+            // a heap buffer that grows on the way from no room at all, one whose array starts past its offset (a
+            // slice), and a direct one
+            ByteBuf heap = Unpooled.buffer(1, 64);
+            ByteBuf slice = Unpooled.buffer(64).writerIndex(5).slice(5, 40).writerIndex(0);
+            ByteBuf direct = Unpooled.directBuffer(1, 64);
+            for (ByteBuf b : new ByteBuf[] {heap, slice, direct}) {
                 b.writeByte('x');
                 Gbuffers.writeDecimal(b, v);
-                assertEquals("x" + v, b.toString(StandardCharsets.US_ASCII));
-            } finally {
-                b.release();
+                b.writeByte('y');
+                assertEquals("x" + v + "y", b.toString(StandardCharsets.US_ASCII), b.getClass().getName());
             }
+            heap.release();
+            slice.release();
+            direct.release();
         }
     }
 

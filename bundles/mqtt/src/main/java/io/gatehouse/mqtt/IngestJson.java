@@ -137,7 +137,7 @@ final class IngestJson {
             out.writeByte('"');
             out.writeByte(',');
         }
-        writeString(out, topicKey);
+        out.writeBytes(topicKeyJson(topicKey));
         out.writeByte(':');
         writeString(out, topic);
         if (will) out.writeBytes(WILL);
@@ -156,6 +156,26 @@ final class IngestJson {
         }
         out.writeByte('}');
         return out;
+    }
+
+    /** The topic key as a JSON string: config, the same from one message to the next. */
+    private String topicKey;
+    private byte[] topicKeyJson;
+
+    private byte[] topicKeyJson(String key) {
+        if (!key.equals(topicKey)) {
+            topicKeyJson = json(key);
+            topicKey = key;
+        }
+        return topicKeyJson;
+    }
+
+    private static byte[] json(String s) {
+        ByteBuf b = Unpooled.buffer(s.length() + 8);
+        writeString(b, s);
+        byte[] a = new byte[b.readableBytes()];
+        b.readBytes(a);
+        return a;
     }
 
     /** The walk, with the bytes it loaded. */
