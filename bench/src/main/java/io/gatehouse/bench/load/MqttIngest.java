@@ -41,7 +41,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       subscriber), which answers PUBACK as soon as it has parsed the PUBLISH;</li>
  *   <li>{@code gatehouse}: C_PROT_MQTT under a C_IOGATE → C_RELAY → C_MQIOGATE (lastdigits of id) → two C_QIOGATE
  *       ({@code fsync_policy} interval, 5 ms group commit) → two acking raw sinks, the demo gateway's shape:
- *       PUBACK only once the record is durable.</li>
+ *       PUBACK only once the record is durable. With {@code --sinks false} the sinks are left out: the queues only
+ *       fill on disk (the output's connection is refused and retried), which measures the ingest to the queues
+ *       alone, as the issue's goal names it, without the delivery sharing the machine's CPUs.</li>
  * </ol>
  * The client is Netty's codec-mqtt: {@code --connections} MQTT 3.1.1 connections, each keeping {@code --window}
  * QoS 1 PUBLISHes (128-byte JSON, {@code {"id":"N",...}}) unacked, a new one sent per PUBACK. Rate = PUBACKs per
@@ -50,7 +52,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * loaded machine moves less than the rate. Rounds alternate the two targets.
  *
  * <pre>MqttIngest [--rounds 3] [--connections 4] [--window 1000] [--warmup 2] [--duration 5] [--size 128]
- *            [--mosquitto /usr/sbin/mosquitto] [--queue-kw fsync_max_records=0]</pre>
+ *            [--mosquitto /usr/sbin/mosquitto] [--queue-kw fsync_max_records=0] [--sinks true|false]</pre>
  */
 public final class MqttIngest {
     private MqttIngest() {}
@@ -62,6 +64,8 @@ public final class MqttIngest {
         double duration = 5;
         int size = 128;
         int port;
+        /** false: no sinks, the queues only fill (ingest and durable enqueue alone). */
+        boolean sinks = true;
     }
 
     public static void main(String[] args) throws Exception {
@@ -77,13 +81,14 @@ public final class MqttIngest {
                 case "--duration": o.duration = Double.parseDouble(args[i + 1]); break;
                 case "--size": o.size = Integer.parseInt(args[i + 1]); break;
                 case "--mosquitto": mosquitto = args[i + 1]; break;
+                case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
                 case "--queue-kw": SideBySide.queueKw = SideBySide.queueKw(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         System.out.printf(Locale.ROOT, "# mqtt ingest QoS 1: %d rounds, %d connections x window %d, %d-byte JSON,"
-                        + " warmup %.0f s, measured %.0f s; JVM %s, %d cpus, load average %s%n", rounds, o.connections,
-                o.window, o.size, o.warmup, o.duration, System.getProperty("java.version"),
+                        + " sinks %s, warmup %.0f s, measured %.0f s; JVM %s, %d cpus, load average %s%n", rounds, o.connections,
+                o.window, o.size, o.sinks ? "in this JVM" : "none (the queues fill)", o.warmup, o.duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), SideBySide.loadAverage());
         Map<String, List<Double>> rates = new LinkedHashMap<>();
         Map<String, List<Double>> cpu = new LinkedHashMap<>();
@@ -183,12 +188,17 @@ public final class MqttIngest {
         Path data = Files.createTempDirectory("gatehouse-bench-mqtt-");
         List<RawSink> sinks = new ArrayList<>();
         try (TrQueueFactoryImpl queues = new TrQueueFactoryImpl()) {
-            for (int i = 0; i < 2; i++) sinks.add(new RawSink(0));
+            if (o.sinks) {
+                for (int i = 0; i < 2; i++) sinks.add(new RawSink(0));
+            }
             int port = SideBySide.freePort();
+            // without sinks the outputs point at free ports nobody listens on: refused, retried, the queues fill
+            int sink0 = o.sinks ? sinks.get(0).port() : SideBySide.freePort();
+            int sink1 = o.sinks ? sinks.get(1).port() : SideBySide.freePort();
             List<GClassSpec<?>> gclasses = new ArrayList<>(SideBySide.gclasses(queues));
             gclasses.add(new ProtMqttGClass().spec());
             try (YunoRuntime rt = YunoRuntime.builder().name("bench-mqtt").dataDir(data).gclasses(gclasses)
-                    .config(config(port, sinks.get(0).port(), sinks.get(1).port())).build().start()) {
+                    .config(config(port, sink0, sink1)).build().start()) {
                 SideBySide.awaitListening(port, 20_000);
                 long deadline = System.currentTimeMillis() + 20_000;
                 while (sinks.stream().anyMatch(s -> s.connections.get() == 0) && System.currentTimeMillis() < deadline) {
@@ -225,6 +235,7 @@ public final class MqttIngest {
         x.duration = o.duration;
         x.size = o.size;
         x.port = o.port;
+        x.sinks = o.sinks;
         return x;
     }
 
