@@ -36,6 +36,8 @@ import java.util.Base64;
 final class IngestJson {
     /** Messages up to this size are built on the heap (see {@link #build}); larger ones in the allocator's buffers. */
     static final int HEAP_MAX = 64 * 1024;
+    /** A connection keeps the payload walk's scratch array only up to this size (see {@link #build}). */
+    static final int KEEP_SCRATCH = 4096;
 
     private static final JsonFactory JSON = Kw.MAPPER.getFactory();
     private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
@@ -47,7 +49,7 @@ final class IngestJson {
     private static final byte[] WILL = ascii(",\"mqtt_will\":true");
 
     /** The payload's walk: one per gobj, on its core loop. */
-    private final PayloadScan scan = new PayloadScan();
+    private PayloadScan scan = new PayloadScan();
     private final boolean[] empty = new boolean[1];
 
     /** The ack data of a QoS 1/2 message; null fields are what QoS 0 leaves out. */
@@ -120,6 +122,11 @@ final class IngestJson {
             end = objectEnd(a, 0, len, empty);
         }
         ByteBuf out;
+        if (len > KEEP_SCRATCH) {
+            // a large payload does not leave a large scratch array behind on each of thousands of connections (nor
+            // a reference to the payload's own array): the next message starts a new walk (a is still read below)
+            scan = new PayloadScan();
+        }
         if (end >= 0) {
             out = buffer(alloc, len + topic.length() + 160);
             out.writeBytes(a, 0, end);   // everything before the closing brace
@@ -188,6 +195,11 @@ final class IngestJson {
         byte[] bytes() {
             return a;
         }
+    }
+
+    /** The bytes the payload walk holds on to between messages (its scratch, or the last payload read in place). */
+    int retainedBytes() {
+        return scan.bytes().length;
     }
 
     private static ByteBuf buffer(ByteBufAllocator alloc, int capacity) {

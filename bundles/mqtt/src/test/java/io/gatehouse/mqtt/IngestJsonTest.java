@@ -123,8 +123,12 @@ class IngestJsonTest {
         md.conn = 7;
         md.packetId = 65535;
         md.qos = 2;
-        ByteBuf out = new IngestJson().build(ALLOC, "mqtt_topic", "mqtt_payload_base64", "a/\"b\"",
-                Unpooled.wrappedBuffer(payload), md, true);
+        IngestJson ingest = new IngestJson();
+        ByteBuf in = ALLOC.directBuffer().writeBytes(payload);
+        ByteBuf out = ingest.build(ALLOC, "mqtt_topic", "mqtt_payload_base64", "a/\"b\"", in, md, true);
+        in.release();
+        assertTrue(ingest.retainedBytes() <= IngestJson.KEEP_SCRATCH,
+                "a connection does not keep a large payload's scratch: " + ingest.retainedBytes());
         try {
             JsonNode m = Kw.parse(out);
             assertEquals(200_000, m.get("blob").asText().length());
