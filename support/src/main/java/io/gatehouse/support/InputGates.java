@@ -117,13 +117,34 @@ public final class InputGates {
      * came from, named by that message's {@code __temp__}. Answers the gate's result, -1 without a gate.
      */
     public static int reply(GObj from, GObj gate, ObjectNode json, JsonNode temp) {
-        if (gate == null || gate.isDestroyed()) return -1;
+        if (!canReply(gate, temp)) return -1;
+        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, 64);
+        Kw.writeJson(json, out);
+        return send(from, gate, out, temp);
+    }
+
+    /**
+     * {@link #reply} of JSON already written: {@code out} (owned: sent, or released when the reply goes nowhere).
+     * Write it in a buffer of {@link Gbuffers#allocate} or {@link Gbuffers#allocateHeap}, so that a framing header
+     * fits in front.
+     */
+    public static int reply(GObj from, GObj gate, ByteBuf out, JsonNode temp) {
+        if (!canReply(gate, temp)) {
+            out.release();
+            return -1;
+        }
+        return send(from, gate, out, temp);
+    }
+
+    private static boolean canReply(GObj gate, JsonNode temp) {
+        if (gate == null || gate.isDestroyed()) return false;
         // The connection may have closed since the message came (an ack waits for the fsync): a reply for a
         // closed channel goes nowhere, and the peer gets it again after its resend, so say nothing.
         GObj channel = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
-        if (channel != null && (channel.isDestroyed() || !channel.acceptsEvent(Ev.EV_SEND_MESSAGE))) return -1;
-        ByteBuf out = Gbuffers.allocate(PooledByteBufAllocator.DEFAULT, 64);
-        Kw.writeJson(json, out);
+        return channel == null || (!channel.isDestroyed() && channel.acceptsEvent(Ev.EV_SEND_MESSAGE));
+    }
+
+    private static int send(GObj from, GObj gate, ByteBuf out, JsonNode temp) {
         ObjectNode kw = Kw.withGbuffer(out);
         if (temp != null) kw.set(Kw.TEMP, temp);
         return gate.send(Ev.EV_SEND_MESSAGE, kw, from);

@@ -17,6 +17,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputGates;
 import io.netty.buffer.ByteBuf;
@@ -100,6 +101,7 @@ public final class Sink implements GObjBehavior {
     private final GObj gobj;
     private InputGates inputs;
     private SeenIds ids = new SeenIds();
+    private final SinkScan scan = new SinkScan();
     private Cancellable checker = Cancellable.NONE;
     /** When the next gate check is due (the yuno's monotonic clock); -1 while none is armed. */
     private long checkDueMs = -1;
@@ -207,6 +209,11 @@ public final class Sink implements GObjBehavior {
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
         gobj.inc(RX_MSGS);
         ByteBuf buf = Kw.gbuffer(kw);
+        if (buf != null && !gobj.isTraced(TRACE_MESSAGES) && fromBytes(buf, kw.get(Kw.TEMP), src)) {
+            echo(kw, buf, src);
+            Kw.release(kw);
+            return 0;
+        }
         ObjectNode msg = null;
         try {
             msg = buf != null ? Kw.parse(buf) : Kw.withoutRefs(kw);
@@ -223,14 +230,42 @@ public final class Sink implements GObjBehavior {
             JsonNode md = msg.get(Kw.MD_TRQ);
             if (md != null && md.isObject()) sendAck((ObjectNode) md, temp, src);
         }
+        echo(kw, buf, src);
+        Kw.release(kw);
+        return 0;
+    }
+
+    /**
+     * The message's id counted and its ack sent from its bytes ({@link SinkScan}), with no tree: true when done;
+     * false, with nothing done, when the scan cannot vouch for them (the caller parses the message).
+     */
+    private boolean fromBytes(ByteBuf buf, JsonNode temp, GObj src) {
+        if (scan.scan(buf, gobj.read(ID_KEY)) != SinkScan.FOUND) return false;
+        boolean ack = gobj.readBool(ACK) && scan.hasMd();
+        if (ack && !scan.ackable()) return false;
+        String id = scan.id();
+        if (id != null) countId(id);
+        if (ack) {
+            ByteBuf out = Gbuffers.allocateHeap(scan.mdLength() + 32);
+            scan.writeAck(out);
+            boolean sent = InputGates.reply(gobj, src, out, temp) == 0;
+            if (sent) {
+                gobj.inc(ACKS_SENT);
+            } else {
+                Glog.debug(gobj, "ack not sent", "gate", src == null ? "" : src.shortName());
+            }
+        }
+        return true;
+    }
+
+    private void echo(ObjectNode kw, ByteBuf buf, GObj src) {
         if (gobj.readBool(ECHO) && buf != null && src != null) {
+            JsonNode temp = kw.get(Kw.TEMP);
             ObjectNode back = Kw.withGbuffer(Kw.takeGbuffer(kw));
             if (temp != null) back.set(Kw.TEMP, temp);
             if (src.send(Ev.EV_SEND_MESSAGE, back, gobj) == 0) gobj.inc(TX_MSGS);
             if (gobj.isTraced(TRACE_MESSAGES)) Glog.info(gobj, "message echoed", "gate", src.shortName());
         }
-        Kw.release(kw);
-        return 0;
     }
 
     // --- Local methods ---
@@ -252,7 +287,11 @@ public final class Sink implements GObjBehavior {
     private void countId(ObjectNode msg) {
         JsonNode idNode = Kw.get(msg, gobj.read(ID_KEY));
         if (idNode == null || idNode.isNull()) return;
-        SeenIds.Seen seen = ids.add(idNode.asText(), gobj.read(ID_PREFIX), gobj.readLong(MAX_IDS));
+        countId(idNode.asText());
+    }
+
+    private void countId(String id) {
+        SeenIds.Seen seen = ids.add(id, gobj.read(ID_PREFIX), gobj.readLong(MAX_IDS));
         if (seen == SeenIds.Seen.UNTRACKED) gobj.set(IDS_OVERFLOW, true);
         gobj.inc(seen == SeenIds.Seen.AGAIN ? DUPLICATES : DISTINCT_IDS);
     }
