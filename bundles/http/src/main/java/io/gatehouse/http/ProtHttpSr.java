@@ -18,6 +18,7 @@ import io.gatehouse.api.St;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderResult;
@@ -235,6 +236,8 @@ public final class ProtHttpSr implements GObjBehavior {
     private final ByteBufAllocator alloc = ByteBufAllocator.DEFAULT;
     /** Reads the relay's acks without a tree. */
     private final AckScan ackScan = new AckScan();
+    /** Messages (lines) up to this size are built in unpooled heap buffers. */
+    private static final int MESSAGE_HEAP_MAX = 64 * 1024;
     /** codec-http's decoder for the current connection; null while disconnected. */
     private EmbeddedChannel decoder;
     /** Requests received and not yet answered on the wire, in order. */
@@ -701,7 +704,10 @@ public final class ProtHttpSr implements GObjBehavior {
             byte[] mdHead = Ndjson.mdHead(connId, q.seq);
             for (int i = 0; i < s.count; i++) {
                 int len = s.ends[i] - s.starts[i];
-                ByteBuf m = alloc.heapBuffer(len + mdHead.length + 13);
+                // unpooled, its bytes starting its array: it lives a moment (the relay reads it in place and stores
+                // a record of its own), and never reaches a pool arena nor the leak detector's sampling
+                int size = len + mdHead.length + 13;
+                ByteBuf m = size <= MESSAGE_HEAP_MAX ? Unpooled.buffer(size) : alloc.heapBuffer(size);
                 Ndjson.writeMessage(m, a, s.starts[i], s.ends[i], mdHead, i);
                 int r = gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(m));
                 if (decoder == null || gobj.isDestroyed()) return;   // dropped while the message went up
