@@ -38,6 +38,19 @@ class KafkaRecordsTest {
     }
 
     @Test
+    void shouldFindTheStoresMdAfterBracesAndLookAlikesInTheMessage() throws Exception {
+        String store = "{\"__msg_rowid__\":9,\"__msg_t__\":1,\"__msg_gen__\":1}";
+        String[] bodies = {"{\"id\":\"a{\",\"s\":\"\\\"__md_trq__\\\":{\",\"o\":{\"__md_trq__\":{\"__msg_rowid__\":1}}",
+            "{\"__md_trq__\":{\"x\":{}},\"id\":\"b\"", "{\"id\":\"c\",\"n\":[{},{}]"};
+        for (String body : bodies) {
+            String msg = body + ",\"__md_trq__\":" + store + "}";
+            KafkaRecords.Outgoing o = KafkaRecords.fromQueue(buf(msg), new String[] {"id"});
+            assertEquals(body + "}", text(o.value), msg);
+            assertEquals(9, o.md().get("__msg_rowid__").asLong(), msg);
+        }
+    }
+
+    @Test
     void shouldGiveAnEmptyObjectWhenTheMessageHeldOnlyTheMd() throws Exception {
         KafkaRecords.Outgoing o = KafkaRecords.fromQueue(buf("{\"__md_trq__\":{\"__msg_rowid__\":1}}"), new String[] {"id"});
         assertEquals("{}", text(o.value));
