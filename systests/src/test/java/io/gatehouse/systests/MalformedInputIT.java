@@ -94,6 +94,8 @@ class MalformedInputIT {
              GatewayProcess gw = new GatewayProcess(config, work.resolve("data"), log, p.control)) {
             gw.start();
             gw.awaitListening(p.input, 60_000);
+            // the control port is opened by its own service, which may come up after the input's (CI: refused)
+            gw.awaitListening(p.control, 60_000);
             for (Map.Entry<String, byte[]> e : bad.entrySet()) {
                 results.put("input: " + e.getKey(), probe(p.input, e.getValue(), 10_000));
                 results.put("control: " + e.getKey(), probe(p.control, e.getValue(), 10_000));
