@@ -36,6 +36,7 @@ final class SinkScan extends JsonScan {
 
     private String idKey;
     private byte[] idKeyBytes;
+    private boolean idKeyIsPath;
     private int idFrom;
     private int idTo;
     private int mdFrom;
@@ -54,11 +55,13 @@ final class SinkScan extends JsonScan {
      * {@link #FOUND} or {@link #UNSURE}. A key that is a path (with a backquote) is left to the tree.
      */
     int scan(ByteBuf buf, String key) {
-        if (key.indexOf('`') >= 0 || key.isEmpty()) return UNSURE;
         if (!key.equals(idKey)) {
+            // looked at once per key, not per message: the key is config
+            idKeyIsPath = key.indexOf('`') >= 0 || key.isEmpty();
             idKeyBytes = quoted(key);
             idKey = key;
         }
+        if (idKeyIsPath) return UNSURE;
         idFrom = -1;
         mdFrom = -1;
         mdSimple = false;
