@@ -46,9 +46,15 @@ final class Segment {
     long end = HEADER;
     /**
      * Bytes [0, allocated) of the file have real blocks (written by this open: header, frames, zeros of
-     * {@link FileOps#allocate}); never more than what is known, so stores below it cannot fault.
+     * {@link FileOps#allocate}); never more than what is known, so stores below it cannot fault. Raised under
+     * {@link #allocLock} by the owner or by the flusher allocating ahead ({@link Topic#allocateAhead}); read
+     * without it.
      */
-    long allocated;
+    volatile long allocated;
+    /** Taken by whoever writes zeros at {@link #allocated}: the owner, or the flusher allocating ahead. */
+    final Object allocLock = new Object();
+    /** A live upgrade took the segment's state: this revision's flusher allocates nothing more (under the lock). */
+    boolean allocationHandedOver;
     /** Set when the file could not be opened or read; its rows are unknown until a later load reads it. */
     String unreadable;
     /**

@@ -21,6 +21,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Predicate;
 import java.util.zip.CRC32C;
 
 /**
@@ -177,7 +179,9 @@ final class Topic {
         crc.update(f);
         f.putInt(Segment.OFF_CRC, (int) crc.getValue());
         long pos = s.end;
-        if (pos + padded > s.allocated) allocate(s, pos + padded);
+        long need = pos + padded;
+        if (need > s.allocated) allocateNow(s, need);
+        if (s.allocated - need < ALLOC_AHEAD && allocator != null) askAllocateAhead(s, need);
         ops.reserve(s.path, pos, padded);
         f.limit(padded).position(0);
         ByteBuffer st = stage;
@@ -337,17 +341,72 @@ final class Topic {
      * new block. Throws when {@code need} cannot be reached (no space: "No space left on device"); space past
      * {@code need} that cannot be had now is simply tried again by a later append.
      */
-    private void allocate(Segment s, long need) throws IOException {
-        long target = Math.min(s.map.capacity(), (need + ALLOC_AHEAD) & -(long) ALLOC_AHEAD);
-        while (s.allocated < target) {
-            int n = (int) Math.min(ALLOC_CHUNK, target - s.allocated);
-            try {
-                ops.allocate(s.path, s.ch, s.allocated, n);
-            } catch (IOException e) {
-                if (s.allocated >= need) return;
-                throw e;
+    private void allocateNow(Segment s, long need) throws IOException {
+        synchronized (s.allocLock) {
+            long target = aheadOf(s, need);
+            while (s.allocated < target) {
+                int n = (int) Math.min(ALLOC_CHUNK, target - s.allocated);
+                try {
+                    ops.allocate(s.path, s.ch, s.allocated, n);
+                } catch (IOException e) {
+                    if (s.allocated >= need) return;
+                    throw e;
+                }
+                s.allocated += n;
             }
-            s.allocated += n;
+        }
+    }
+
+    /** {@link #ALLOC_AHEAD} past {@code need}, at a multiple of it, never past the mapping. */
+    private static long aheadOf(Segment s, long need) {
+        return Math.min(s.map.capacity(), (need + ALLOC_AHEAD) & -(long) ALLOC_AHEAD);
+    }
+
+    /**
+     * Where the owner's allocation goes when it is given one ({@link #allocateAheadWith}): the queue's flusher. Writing
+     * the zeros gives the file new pages and blocks, which cost the core loop 12 % of its time under sustained
+     * forwarding (about 1.8 ns a byte here, against 0.1 for the frame's own write over them); on the flusher the
+     * owner's appends find the space already there. Null: the owner allocates when it runs out, as before.
+     */
+    private volatile Predicate<Runnable> allocator;
+    /** An allocation ahead is on the flusher's way: no second one is asked until it ends. */
+    private final AtomicBoolean allocationAsked = new AtomicBoolean();
+
+    /** From now on the space ahead of the frames is allocated by {@code runner}'s thread (false: it cannot now). */
+    void allocateAheadWith(Predicate<Runnable> runner) {
+        allocator = runner;
+    }
+
+    /**
+     * Asks the allocator for space up to {@link #ALLOC_AHEAD} beyond {@code need}'s own lead, once at a time. Owner
+     * thread. What the allocator cannot do (its thread gone, no space) the owner does, or fails on, when a frame
+     * reaches the end of the allocated space ({@link #allocateNow}).
+     */
+    private void askAllocateAhead(Segment s, long need) {
+        long target = aheadOf(s, need + ALLOC_AHEAD);
+        if (target <= s.allocated || !allocationAsked.compareAndSet(false, true)) return;
+        Predicate<Runnable> run = allocator;
+        if (run == null || !run.test(() -> allocateAhead(s, target))) allocationAsked.set(false);
+    }
+
+    /**
+     * Writes zeros from the segment's allocated end to {@code target}, on the allocator's thread. The owner stores
+     * only below {@link Segment#allocated}, which moves past a chunk once its zeros are written, and allocates itself
+     * under the same lock: nobody writes a frame where zeros may still land. A failure leaves the rest to the owner.
+     */
+    private void allocateAhead(Segment s, long target) {
+        try {
+            synchronized (s.allocLock) {
+                while (!s.allocationHandedOver && s.allocated < target && s.ch.isOpen()) {
+                    int n = (int) Math.min(ALLOC_CHUNK, target - s.allocated);
+                    ops.allocate(s.path, s.ch, s.allocated, n);
+                    s.allocated += n;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // a full disk, a segment closed meanwhile: the owner allocates what a frame needs, and says why it cannot
+        } finally {
+            allocationAsked.set(false);
         }
     }
 
@@ -486,7 +545,11 @@ final class Topic {
             m.put("offsets", s.offsets);
             m.put("count", s.count);
             m.put("end", s.end);
-            m.put("allocated", s.allocated);
+            synchronized (s.allocLock) {
+                // the flusher's allocation ahead stops here: the taker's owner allocates from this point on
+                s.allocationHandedOver = true;
+                m.put("allocated", s.allocated);
+            }
             m.put("unreadable", s.unreadable);
             segs.add(m);
             if (unforced.contains(s)) notForced.add(i);

@@ -44,7 +44,7 @@ final class TrQueueImpl implements TrQueue {
     private long generation;
     private final RowSet list = new RowSet();
     /** Not final: a live upgrade hands the map itself to the next revision's queue, no copy. */
-    private HashMap<Long, Long> softMarks = new HashMap<>();
+    private final SoftMarks softMarks = new SoftMarks();
     private final RecordJson json = new RecordJson();
     /** Reads the message time of a record appended as its bytes. */
     private final RecordTm recordTm = new RecordTm();
@@ -403,7 +403,10 @@ final class TrQueueImpl implements TrQueue {
         if (t == 0) t = (sf & SF_T_MS) != 0 ? System.currentTimeMillis() : System.currentTimeMillis() / 1000;
         if (!tp.staging() && opts.fsyncPolicy() != FsyncPolicy.NONE) {
             io.netty.util.concurrent.EventExecutor loop = ownerLoop;
-            if (loop != null && loop.inEventLoop()) tp.startStaging();
+            if (loop != null && loop.inEventLoop()) {
+                tp.startStaging();
+                tp.allocateAheadWith(factory::flushNow);
+            }
         }
         long rowid;
         try {
@@ -500,18 +503,15 @@ final class TrQueueImpl implements TrQueue {
     public long setSoftMark(QueueMessage msg, long mask, boolean set) {
         QueueMessageImpl m = ofThisQueue(msg);
         if (m == null || m.generation != generation) return 0;
-        Long old = softMarks.get(m.rowid);
-        long v = old == null ? 0 : old;
-        v = set ? v | mask : v & ~mask;
-        if (v == 0) softMarks.remove(m.rowid);
-        else softMarks.put(m.rowid, v);
+        long old = softMarks.get(m.rowid);
+        long v = set ? old | mask : old & ~mask;
+        if (v != old) softMarks.put(m.rowid, v);
         return v;
     }
 
     long softMark(QueueMessageImpl m) {
         if (m.generation != generation) return 0;
-        Long v = softMarks.get(m.rowid);
-        return v == null ? 0 : v;
+        return softMarks.get(m.rowid);
     }
 
     @Override
@@ -718,7 +718,7 @@ final class TrQueueImpl implements TrQueue {
             out.put("generation", generation);
             tp.export(out);
             out.put("list", list.export());
-            out.put("soft_marks", softMarks);   // the map itself: the taker owns it once this handle is detached
+            out.put("soft_marks", softMarks.toMap());
             out.put("durable_rowid", commit.durableRowid(generation));
             out.put("acks_unforced", commit.acksUnforced());
             out.put("load_failed", loadFailed);
@@ -768,9 +768,7 @@ final class TrQueueImpl implements TrQueue {
         if (tp.generation != (Long) st.get("generation")) throw new IllegalArgumentException("generation mismatch");
         TrQueueImpl q = new TrQueueImpl(factory, ops, dbDir, name, tp, opts, lockCh, lk, (Long) st.get("durable_rowid"));
         q.list.replaceWith(RowSet.of((long[]) st.get("list")));
-        Map<Long, Long> marks = (Map<Long, Long>) st.get("soft_marks");
-        if (marks instanceof HashMap) q.softMarks = (HashMap<Long, Long>) marks;
-        else q.softMarks.putAll(marks);
+        q.softMarks.putAll((Map<Long, Long>) st.get("soft_marks"));
         if ((Boolean) st.get("acks_unforced")) q.commit.flagWritten();
         q.loadFailed = (Boolean) st.get("load_failed");
         q.failedFingerprint = (String) st.get("failed_fingerprint");

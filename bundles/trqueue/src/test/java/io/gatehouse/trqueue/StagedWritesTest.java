@@ -193,6 +193,63 @@ class StagedWritesTest {
     }
 
     @Test
+    void shouldAllocateAheadOnTheFlusherAndLetTheOwnerDoItWhenTheFlusherCannot() throws Exception {
+        java.util.Set<String> allocatingThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicBoolean flusherFull = new java.util.concurrent.atomic.AtomicBoolean();
+        ops.fail((op, p) -> {
+            if (!op.equals("allocate")) return false;
+            allocatingThreads.add(Thread.currentThread().getName());
+            return flusherFull.get() && Thread.currentThread().getName().equals("trqueue-flusher");
+        }, "No space left on device");
+        TrQueue q = open(factory, 32 << 20, 4096);
+        int[] next = {1};
+        // 16 MiB of frames in turns of 500: the allocation ahead is asked for many times on the way
+        for (int turn = 0; turn < 100; turn++) {
+            onLoop(() -> {
+                for (int i = 0; i < 500; i++) assertNotNull(q.append(0, msg(next[0]++, 300), 0));
+                return null;
+            });
+        }
+        q.sync();
+        assertTrue(allocatingThreads.contains("trqueue-flusher"), "allocated ahead by the flusher: " + allocatingThreads);
+
+        // the flusher cannot allocate (its writes fail): the owner allocates what its frames need, nothing is refused
+        allocatingThreads.clear();
+        flusherFull.set(true);
+        for (int turn = 0; turn < 60; turn++) {
+            onLoop(() -> {
+                for (int i = 0; i < 500; i++) assertNotNull(q.append(0, msg(next[0]++, 300), 0));
+                return null;
+            });
+        }
+        String owner = onLoop(() -> Thread.currentThread().getName());
+        assertTrue(allocatingThreads.contains(owner), "the owner allocated itself: " + allocatingThreads);
+        assertEquals(0, log.count("Cannot append record, write FAILED"));
+
+        // nobody can: the appends past the allocated space are refused, and taken again once there is space
+        ops.fail((op, p) -> op.equals("allocate"), "No space left on device");
+        int stored = onLoop(() -> {
+            int n = 0;
+            while (q.append(0, msg(next[0], 300), 0) != null) {
+                next[0]++;
+                assertTrue(++n < 100_000, "an allocation was needed by now");
+            }
+            return n;
+        });
+        assertTrue(stored < (Topic.ALLOC_AHEAD * 2 + Topic.ALLOC_CHUNK) / 300, "refused at the end of the space: " + stored);
+        assertEquals(1, log.count("Cannot append record, write FAILED"));
+        ops.heal();
+        onLoop(() -> {
+            for (int i = 0; i < 1000; i++) assertNotNull(q.append(0, msg(next[0]++, 300), 0));
+            return null;
+        });
+        q.sync();
+        assertEquals(next[0] - 1, q.durableRowid());
+        q.close();
+        assertReopenedWith(4096, range(1, next[0] - 1));
+    }
+
+    @Test
     void shouldKeepEveryRowInOrderAcrossSegmentsAndAFrameLargerThanTheStage() throws Exception {
         TrQueue q = open(factory, 1 << 20, 600_000);
         onLoop(() -> {
