@@ -27,6 +27,17 @@ public final class Ev {
      * dict. Never sent for a message that was refused or could not be stored.
      */
     public static final String EV_ON_DURABLE = "EV_ON_DURABLE";
+    /**
+     * Sent back to the sender of EV_SEND_MESSAGEs whose kw carried a {@link Kw#DURABLE_TOKEN}, by a gclass that
+     * declares {@link GClassSpec.Builder#answersDurableTokens()}: one event for every token of that sender one
+     * group commit made durable, in the order the messages were sent. The kw holds {@link Kw#TOKENS} (a reference
+     * to a {@code long[]}), {@link Kw#COUNT} (how many of its first entries are tokens) and {@link Kw#RESULT}: 0,
+     * or negative when those messages will never be confirmed (their queue closed, or was backed up, before they
+     * were known durable), so the sender answers its own producers with a nack and forgets the tokens.
+     *
+     * @since 2.2
+     */
+    public static final String EV_ON_DURABLE_TOKENS = "EV_ON_DURABLE_TOKENS";
 
     // --- Tube traffic (transport <-> protocol) ---
     public static final String EV_CONNECT = "EV_CONNECT";

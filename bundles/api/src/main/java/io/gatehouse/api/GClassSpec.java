@@ -54,6 +54,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean playable;
     private final boolean confirmsDurability;
     private final boolean takesJsonRecords;
+    private final boolean answersDurableTokens;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -71,6 +72,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.playable = b.playable;
         this.confirmsDurability = b.confirmsDurability;
         this.takesJsonRecords = b.takesJsonRecords;
+        this.answersDurableTokens = b.answersDurableTokens;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -108,6 +110,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.playable = other.playable;
         this.confirmsDurability = other.confirmsDurability;
         this.takesJsonRecords = other.takesJsonRecords;
+        this.answersDurableTokens = other.answersDurableTokens;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -175,6 +178,14 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean takesJsonRecords() { return takesJsonRecords; }
 
     /**
+     * True when this gclass takes a {@link Kw#DURABLE_TOKEN} in place of a {@link Kw#DURABLE} dict and answers
+     * {@link Ev#EV_ON_DURABLE_TOKENS}, one event per commit (see {@link Builder#answersDurableTokens()}).
+     *
+     * @since 2.2
+     */
+    public boolean answersDurableTokens() { return answersDurableTokens; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -216,6 +227,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean playable;
         private boolean confirmsDurability;
         private boolean takesJsonRecords;
+        private boolean answersDurableTokens;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -295,6 +307,23 @@ public final class GClassSpec<B extends GObjBehavior> {
          * @since 2.1
          */
         public Builder<B> takesJsonRecords() { this.takesJsonRecords = true; return this; }
+
+        /**
+         * This gclass confirms durability ({@link #confirmsDurability()}, which this implies) by token too: a
+         * message whose kw carries a {@link Kw#DURABLE_TOKEN} is stored like one with a dict, and once durable its
+         * sender gets {@link Ev#EV_ON_DURABLE_TOKENS} with that token and every other one of its tokens the same
+         * commit covers, in the order sent; tokens that will never be durable (the queue closed or was backed up
+         * first) are told with a negative result. A refused message (the send answered below 0) is never told.
+         * A sender (C_RELAY) sends tokens to such a gclass only, and dicts to any other, so live upgrades of
+         * either side work in any order.
+         *
+         * @since 2.2
+         */
+        public Builder<B> answersDurableTokens() {
+            this.answersDurableTokens = true;
+            this.confirmsDurability = true;
+            return this;
+        }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

@@ -72,6 +72,31 @@ public final class Kw {
     public static final String DURABLE = "__durable__";
 
     /**
+     * On a message sent to a gclass that {@link GClassSpec#answersDurableTokens() answers durable tokens}: instead
+     * of a {@link #DURABLE} dict, a number the sender chose (a long, unique among its messages in flight). Once the
+     * message is stored durably the receiver tells the sender with {@link Ev#EV_ON_DURABLE_TOKENS}, together with
+     * every other token of that sender the same commit covers: one event per commit instead of one per message,
+     * and the sender keeps what it needs in its own compact table. Never stored. A sender that is told the number
+     * inside an {@link Ev#EV_ON_DURABLE} dict (a gate that turned it into a dict for an older child) reads it under
+     * this same key.
+     *
+     * @since 2.2
+     */
+    public static final String DURABLE_TOKEN = "__durable_token__";
+    /**
+     * In {@link Ev#EV_ON_DURABLE_TOKENS}: a reference to the {@code long[]} of tokens (see {@link #COUNT}).
+     *
+     * @since 2.2
+     */
+    public static final String TOKENS = "tokens";
+    /**
+     * In {@link Ev#EV_ON_DURABLE_TOKENS}: how many of {@link #TOKENS}'s first entries are tokens.
+     *
+     * @since 2.2
+     */
+    public static final String COUNT = "count";
+
+    /**
      * On a message sent to a gclass that {@link GClassSpec#takesJsonRecords() takes JSON records}: true when the
      * kw's {@link #GBUFFER} is the record to store, the compact JSON of an object exactly as Jackson writes its
      * dict (no whitespace; strings escaped as Jackson escapes them, no 4-byte UTF-8; integers only; no key twice),

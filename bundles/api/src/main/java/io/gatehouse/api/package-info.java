@@ -14,9 +14,14 @@
  * <p>2.1.0 (minor): {@code GClassSpec.takesJsonRecords()} and {@code Kw.JSON_RECORD}, added: a durable output
  * declares that it stores a message handed as its record's bytes (the producer's, from C_RELAY) as it stores the
  * dict; a bundle built against 2.0 still resolves, one built against 2.1 imports {@code [2.1,3)}.
+ *
+ * <p>2.2.0 (minor): {@code GClassSpec.answersDurableTokens()}, {@code Ev.EV_ON_DURABLE_TOKENS},
+ * {@code Kw.DURABLE_TOKEN}, {@code Kw.TOKENS} and {@code Kw.COUNT}, added: a durable output tells a sender every
+ * message one commit made durable in one event, by the numbers the sender gave them, instead of one event and one
+ * dict per message.
  */
 @Export
-@Version("2.1.0")
+@Version("2.2.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

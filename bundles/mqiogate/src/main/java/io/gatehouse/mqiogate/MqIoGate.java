@@ -46,7 +46,10 @@ import java.util.Locale;
  * routed message goes to its child with the sender's {@link Kw#DURABLE} dict and the sender as source, so the
  * child answers {@link Ev#EV_ON_DURABLE} to the sender itself. With {@code broadcast} every copy carries a join:
  * the children answer this gate, and the sender gets its EV_ON_DURABLE once, when every child has its copy
- * durable, and never if any child could not store its copy.
+ * durable, and never if any child could not store its copy. It {@link GClassSpec#answersDurableTokens() answers
+ * tokens} the same way: a routed message keeps its {@link Kw#DURABLE_TOKEN} and the child tells the sender (a child
+ * whose revision does not answer tokens gets the token in a dict instead, and tells it in an EV_ON_DURABLE); a
+ * broadcast's join holds the token, and the sender gets it in an {@link Ev#EV_ON_DURABLE_TOKENS} of its own.
  *
  * <p>Live upgrade: a join lives in the children's durability waits, not in this gate, and is a JSON dict (the
  * copies left, whether one failed) holding the sender and its dict by reference: api and Jackson types, which any
@@ -111,7 +114,7 @@ public final class MqIoGate implements GObjBehavior {
             .command("which-child", "Which child a key goes to with the configured method", MqIoGate::cmdWhichChild,
                     Param.string("key", null, "The key value (a string)"))
             .traceLevel(TRACE_MESSAGES, "Trace which child each message is routed to, or how many a broadcast reached")
-            .confirmsDurability()
+            .answersDurableTokens()
             .takesJsonRecords()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .stateVersion(STATE_VERSION)
@@ -300,6 +303,7 @@ public final class MqIoGate implements GObjBehavior {
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message routed", "child", child.name(), "method", gobj.read(METHOD));
         }
+        if (!child.gclass().answersDurableTokens()) tokenInDict(kw);
         // The sender stays the source: the child answers EV_ON_DURABLE to it, not to this gate.
         return child.send(Ev.EV_SEND_MESSAGE, kw, src);
     }
@@ -313,10 +317,27 @@ public final class MqIoGate implements GObjBehavior {
         if (left > 0) return 0;
         GObj replyTo = Kw.ref(j, JOIN_REPLY_TO, GObj.class);
         ObjectNode durable = Kw.ref(j, JOIN_DURABLE, ObjectNode.class);
-        if (replyTo != null && !replyTo.isDestroyed() && durable != null) {
+        JsonNode token = j.get(Kw.DURABLE_TOKEN);
+        if (replyTo == null || replyTo.isDestroyed()) return 0;
+        if (durable != null) {
             replyTo.send(Ev.EV_ON_DURABLE, durable, gobj);
+        } else if (token != null) {
+            ObjectNode told = Kw.create();
+            Kw.putRef(told, Kw.TOKENS, new long[] {token.asLong()});
+            told.put(Kw.COUNT, 1);
+            told.put(Kw.RESULT, 0);
+            replyTo.send(Ev.EV_ON_DURABLE_TOKENS, told, gobj);
         }
         return 0;
+    }
+
+    /**
+     * A child whose revision does not answer tokens: the sender's {@link Kw#DURABLE_TOKEN} goes in a
+     * {@link Kw#DURABLE} dict under the same key, which the child hands back in its EV_ON_DURABLE.
+     */
+    private static void tokenInDict(ObjectNode kw) {
+        JsonNode token = kw.remove(Kw.DURABLE_TOKEN);
+        if (token != null && !kw.has(Kw.DURABLE)) kw.putObject(Kw.DURABLE).set(Kw.DURABLE_TOKEN, token);
     }
 
     // --- Local methods ---
@@ -358,7 +379,10 @@ public final class MqIoGate implements GObjBehavior {
      */
     private int broadcast(List<GObj> dst, ObjectNode kw, GObj src) {
         JsonNode d = kw.remove(Kw.DURABLE);
-        ObjectNode join = d instanceof ObjectNode ? join((ObjectNode) d, src, dst.size()) : null;
+        JsonNode token = kw.remove(Kw.DURABLE_TOKEN);
+        ObjectNode join = d instanceof ObjectNode ? join((ObjectNode) d, src, dst.size())
+                : token != null && token.isIntegralNumber() ? join(null, src, dst.size()).put(Kw.DURABLE_TOKEN, token.asLong())
+                : null;
         ByteBuf buf = Kw.gbuffer(kw);
         int ret = 0;
         int stored = 0;
@@ -390,13 +414,16 @@ public final class MqIoGate implements GObjBehavior {
         return ret;
     }
 
-    /** The join of a broadcast message of {@code copies} copies (see {@link #JOIN}). */
+    /**
+     * The join of a broadcast message of {@code copies} copies (see {@link #JOIN}): the sender's dict, or none when
+     * it gave a token (the caller puts it in the join).
+     */
     private static ObjectNode join(ObjectNode durable, GObj replyTo, int copies) {
         ObjectNode j = Kw.create();
         j.put(JOIN_LEFT, copies);
         j.put(JOIN_FAILED, false);
         if (replyTo != null) Kw.putRef(j, JOIN_REPLY_TO, replyTo);
-        Kw.putRef(j, JOIN_DURABLE, durable);
+        if (durable != null) Kw.putRef(j, JOIN_DURABLE, durable);
         return j;
     }
 

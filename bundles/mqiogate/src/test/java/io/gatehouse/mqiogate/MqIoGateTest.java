@@ -34,10 +34,40 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** C_MQIOGATE over C_QIOGATE children with fake bottoms, in-memory queues and a manual clock. */
 class MqIoGateTest {
+    /** A sender of tokens (C_RELAY does): keeps what it is told, by event, with the source. */
+    static final class TokenSender implements io.gatehouse.api.GObjBehavior {
+        final List<String> told = new ArrayList<>();
+
+        TokenSender(GObj g) {
+        }
+
+        int acTokens(String ev, ObjectNode kw, GObj src) {
+            long[] t = Kw.ref(kw, Kw.TOKENS, long[].class);
+            told.add(src.name() + " " + kw.path(Kw.RESULT).asInt() + " "
+                    + java.util.Arrays.toString(java.util.Arrays.copyOf(t, kw.path(Kw.COUNT).asInt())));
+            return 0;
+        }
+
+        int acDict(String ev, ObjectNode kw, GObj src) {
+            told.add(src.name() + " dict " + Kw.toJson(Kw.withoutRefs(kw)));
+            return 0;
+        }
+    }
+
+    static final io.gatehouse.api.GClassSpec<TokenSender> TOKEN_SENDER =
+            io.gatehouse.api.GClassSpec.builder("C_TOKEN_SENDER", TokenSender.class)
+                    .description("keeps the durability it is told")
+                    .fsm(io.gatehouse.api.Fsm.<TokenSender>builder().state(io.gatehouse.api.St.ST_IDLE)
+                            .on(Ev.EV_ON_DURABLE_TOKENS, TokenSender::acTokens)
+                            .on(Ev.EV_ON_DURABLE, TokenSender::acDict).build())
+                    .factory(TokenSender::new).build();
+
     @TempDir
     Path tmp;
 
     final MemTrQueueFactory qf = new MemTrQueueFactory();
+    /** The children's gclass (a test may put a revision of it that does not answer tokens). */
+    io.gatehouse.api.GClassSpec<?> childSpec = new QIoGateGClass(qf).spec();
     final ManualClock clock = new ManualClock();
     final List<String> logs = Collections.synchronizedList(new ArrayList<>());
     final Consumer<LogCapture.Rec> sink = r -> logs.add(r.level + " " + r.gobj + " " + r.msg + " " + r.fields);
@@ -71,7 +101,7 @@ class MqIoGateTest {
         String cfg = "{\"services\":[{\"name\":\"__output_side__\",\"gclass\":\"C_MQIOGATE\",\"kw\":" + kw
                 + ",\"children\":[" + String.join(",", c) + "]}]}";
         return YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
-                .gclass(MqIoGate.SPEC, new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
+                .gclass(MqIoGate.SPEC, childSpec, FakeBottom.SPEC, TOKEN_SENDER).config(cfg).build().start();
     }
 
     GObj gate() {
@@ -339,6 +369,76 @@ class MqIoGateTest {
         assertEquals(0, sender.count(Ev.EV_ON_DURABLE), "Q1 and Q3 stored theirs, Q2 did not");
         assertEquals(1, stats().get("Q1").get("msgs_in_queue").asInt());
         assertEquals(1, stats().get("Q3").get("msgs_in_queue").asInt());
+    }
+
+    // --- durability by token ---
+
+    /** The same tables, declaring durability by dict only (what a revision from before tokens declares). */
+    private static <B extends io.gatehouse.api.GObjBehavior> io.gatehouse.api.GClassSpec<B> withoutTokens(
+            io.gatehouse.api.GClassSpec<B> spec) {
+        return io.gatehouse.testkit.Revision.of(spec, spec.stateVersion(), spec.factory());
+    }
+
+    private GObj tokenSender() {
+        return rt.call(() -> rt.yuno().root().createVolatileChild("sender", "C_TOKEN_SENDER", null));
+    }
+
+    private List<String> told(GObj sender) {
+        return rt.call(() -> new ArrayList<>(((TokenSender) sender.behavior()).told));
+    }
+
+    private int sendToken(GObj sender, String id, long token) {
+        ObjectNode kw = Kw.create().put("id", id).put(Kw.DURABLE_TOKEN, token);
+        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender));
+    }
+
+    @Test
+    void shouldLetEachChildTellTheSenderTheTokensOneCommitCovers() {
+        qf.autoDurable = false;
+        givenGate("{\"method\":\"lastdigits\",\"digits\":1}", "output-0", "output-1");
+        GObj sender = tokenSender();
+        for (int i = 0; i < 10; i++) assertEquals(0, sendToken(sender, "dev-" + i, 100 + i));
+        drainLoop();
+        assertTrue(told(sender).isEmpty(), "not durable yet");
+        rt.run(() -> qf.opened.get(1).makeDurable());
+        drainLoop();
+        assertEquals(List.of("output-1 0 [101, 103, 105, 107, 109]"), told(sender), "one event, the child's own tokens");
+        rt.run(() -> qf.opened.get(0).makeDurable());
+        drainLoop();
+        assertEquals(List.of("output-1 0 [101, 103, 105, 107, 109]", "output-0 0 [100, 102, 104, 106, 108]"),
+                told(sender));
+        for (String child : List.of("output-0", "output-1")) {
+            rt.run(() -> bottom(child).open());
+            for (JsonNode m : rt.call(() -> bottom(child).sent())) {
+                assertTrue(m.get(Kw.DURABLE_TOKEN) == null, "the token is not stored: " + m);
+            }
+        }
+    }
+
+    @Test
+    void shouldTellABroadcastTokenOnceEveryCopyIsDurable() {
+        qf.autoDurable = false;
+        givenGate("{\"method\":\"broadcast\"}", "Q1", "Q2");
+        GObj sender = tokenSender();
+        assertEquals(0, sendToken(sender, "1", 41));
+        rt.run(() -> qf.opened.get(0).makeDurable());
+        drainLoop();
+        assertTrue(told(sender).isEmpty(), "one copy of two");
+        rt.run(() -> qf.opened.get(1).makeDurable());
+        drainLoop();
+        assertEquals(List.of("__output_side__ 0 [41]"), told(sender));
+    }
+
+    @Test
+    void shouldHandAChildThatDoesNotAnswerTokensTheTokenInADict() {
+        // a child revision from before tokens (a live upgrade half done): it answers dicts only
+        childSpec = withoutTokens(new QIoGateGClass(qf).spec());
+        assertTrue(!childSpec.answersDurableTokens());
+        givenGate("{\"method\":\"lastdigits\",\"digits\":1}", "output-0", "output-1");
+        GObj sender = tokenSender();
+        assertEquals(0, sendToken(sender, "dev-3", 7));
+        drainLoop();
+        assertEquals(List.of("output-1 dict {\"" + Kw.DURABLE_TOKEN + "\":7}"), told(sender));
     }
 
     // --- consistent, which-child, view-channels ---

@@ -62,7 +62,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Durability: C_QIOGATE {@link GClassSpec#confirmsDurability() confirms durability}. A message whose kw carries
  * a {@link Kw#DURABLE} dict gets {@link Ev#EV_ON_DURABLE} sent back to its sender, with that dict, once the
  * appended record is durable per the queue's fsync policy: on the core thread, never inside the send call, and
- * never for a message that was refused or whose append failed.
+ * never for a message that was refused or whose append failed. It {@link GClassSpec#answersDurableTokens() answers
+ * tokens} too: a message whose kw carries a {@link Kw#DURABLE_TOKEN} instead is told with every other token of its
+ * sender that the same commit covers, in one {@link Ev#EV_ON_DURABLE_TOKENS}; tokens that will never be durable
+ * (the queue closed or was backed up first) come back with a negative result.
  *
  * <p>Faults that repeat per message or per ack (appends refused, the bottom refusing, nacks, acks without a
  * result, stray acks, unreadable records, the queue-size alert) are logged once when they start and once when
@@ -196,7 +199,7 @@ public final class QIoGate implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message enqueued, sent and sent again, with its rowid and retries")
             .traceLevel(TRACE_QUEUE_PROT, "Trace the queue protocol: every ack and nack, and every resend")
             .acceptUnusedYunetaKeys("on_critical_error", "alert_from", "alert_to")
-            .confirmsDurability()
+            .answersDurableTokens()
             .takesJsonRecords()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .stateVersion(STATE_VERSION)
@@ -520,6 +523,7 @@ public final class QIoGate implements GObjBehavior {
     /** EV_SEND_MESSAGE: persist, then send if the link is open, the window has room and nothing older waits. */
     private int acEnqueueMessage(String event, ObjectNode kw, GObj src) {
         JsonNode durable = kw.remove(Kw.DURABLE);
+        JsonNode token = kw.remove(Kw.DURABLE_TOKEN);
         ByteBuf record = kw.path(Kw.JSON_RECORD).asBoolean(false) ? Kw.gbuffer(kw) : null;
         ObjectNode msg = record != null ? null : messageOf(kw);
         if ((record == null && msg == null) || (trq == null && openQueue() < 0)) {
@@ -553,8 +557,13 @@ public final class QIoGate implements GObjBehavior {
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "message enqueued", "rowid", m.rowid(), "msgs_in_queue", trq.size());
         }
-        if (durable instanceof ObjectNode && src != null) {
-            durableWaits.add(m.generation(), m.rowid(), src, (ObjectNode) durable);
+        boolean waits = src != null && (durable instanceof ObjectNode || (token != null && token.isIntegralNumber()));
+        if (waits) {
+            if (durable instanceof ObjectNode) {
+                durableWaits.add(m.generation(), m.rowid(), src, (ObjectNode) durable);
+            } else {
+                durableWaits.addToken(m.generation(), m.rowid(), src, token.longValue());
+            }
             if (trq.durableRowid() >= m.rowid()) {
                 // Already durable (fsync policy none or always): told on a later turn of the loop, never here.
                 final TrQueue q = trq;
@@ -727,8 +736,9 @@ public final class QIoGate implements GObjBehavior {
         if (durableSlot != null) durableSlot.set(null);
         durableSlot = null;
         openedBy = null;
-        int left = durableWaits.clear();
+        int left = durableWaits.abandon();
         if (left > 0) {
+            // a sender that gave tokens got them back with a nack (DurableWaits.abandon)
             Glog.warn(gobj, "Queue closed with messages not known durable: their senders are not told",
                     "count", left);
         }

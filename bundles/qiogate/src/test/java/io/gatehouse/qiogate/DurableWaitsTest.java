@@ -46,6 +46,35 @@ class DurableWaitsTest {
             .fsm(Fsm.<Throwing>builder().state(St.ST_IDLE).on(Ev.EV_ON_DURABLE, Throwing::acDurable).build())
             .factory(Throwing::new).build();
 
+    /** A sender of tokens: keeps every EV_ON_DURABLE_TOKENS it gets (the tokens, in order, and the result). */
+    static final class TokenSender implements GObjBehavior {
+        final List<long[]> told = new ArrayList<>();
+        final List<Integer> results = new ArrayList<>();
+
+        TokenSender(GObj g) {
+        }
+
+        int acTokens(String ev, ObjectNode kw, GObj src) {
+            long[] t = Kw.ref(kw, Kw.TOKENS, long[].class);
+            told.add(java.util.Arrays.copyOf(t, kw.path(Kw.COUNT).asInt()));
+            results.add(kw.path(Kw.RESULT).asInt());
+            return 0;
+        }
+
+        List<Long> all(int result) {
+            List<Long> out = new ArrayList<>();
+            for (int i = 0; i < told.size(); i++) {
+                if (results.get(i) == result) for (long t : told.get(i)) out.add(t);
+            }
+            return out;
+        }
+    }
+
+    static final GClassSpec<TokenSender> TOKEN_SENDER = GClassSpec.builder("C_TOKEN_SENDER", TokenSender.class)
+            .description("keeps the tokens told back")
+            .fsm(Fsm.<TokenSender>builder().state(St.ST_IDLE).on(Ev.EV_ON_DURABLE_TOKENS, TokenSender::acTokens).build())
+            .factory(TokenSender::new).build();
+
     private final LogCapture log = new LogCapture();
     private YunoRuntime rt;
     private DurableWaits waits;
@@ -54,7 +83,7 @@ class DurableWaitsTest {
 
     @BeforeEach
     void setUp() {
-        rt = YunoRuntime.builder().name("waits").gclass(THROWING).config("{\"services\": []}").build().start();
+        rt = YunoRuntime.builder().name("waits").gclass(THROWING, TOKEN_SENDER).config("{\"services\": []}").build().start();
         a = Recorder.create(rt, "a");
         b = Recorder.create(rt, "b");
         waits = rt.call(() -> new DurableWaits(rt.yuno().root()));
@@ -176,5 +205,128 @@ class DurableWaitsTest {
         });
         assertEquals(List.of("1", "3"), tags(a));
         assertEquals(List.of("2"), tags(b));
+    }
+
+    private GObj tokenSender(String name) {
+        return rt.call(() -> rt.yuno().root().createVolatileChild(name, "C_TOKEN_SENDER", null));
+    }
+
+    private TokenSender behaviour(GObj g) {
+        return rt.call(() -> (TokenSender) g.behavior());
+    }
+
+    private static List<Long> range(long from, long to, long step) {
+        List<Long> out = new ArrayList<>();
+        for (long t = from; t <= to; t += step) out.add(t);
+        return out;
+    }
+
+    @Test
+    void shouldTellEachSenderItsTokensOfACommitInOneEventInAppendOrder() {
+        GObj s1 = tokenSender("s1");
+        GObj s2 = tokenSender("s2");
+        rt.run(() -> {
+            for (int i = 1; i <= 1000; i++) {
+                // two senders interleaved, their tokens their own numbers, and a sender of dicts among them
+                if (i % 10 == 0) waits.add(1, i, a.gobj(), dict("r" + i));
+                else waits.addToken(1, i, i % 2 == 0 ? s2 : s1, 5000 + i);
+            }
+            waits.drain(1, 700);
+        });
+        TokenSender t1 = behaviour(s1);
+        TokenSender t2 = behaviour(s2);
+        assertEquals(1, rt.call(() -> t1.told.size()), "one event per sender per commit");
+        assertEquals(1, rt.call(() -> t2.told.size()));
+        List<Long> odd = new ArrayList<>();
+        List<Long> even = new ArrayList<>();
+        for (long i = 1; i <= 700; i++) {
+            if (i % 10 == 0) continue;
+            (i % 2 == 0 ? even : odd).add(5000 + i);
+        }
+        assertEquals(odd, rt.call(() -> t1.all(0)));
+        assertEquals(even, rt.call(() -> t2.all(0)));
+        assertEquals(70, tags(a).size(), "the dicts are told one by one as before");
+        rt.run(() -> waits.drain(1, 1000));
+        assertEquals(2, rt.call(() -> t1.told.size()));
+        assertEquals(500, (int) rt.call(() -> t1.all(0).size()), "every odd rowid's token, told once");
+        assertTrue(rt.call(() -> waits.isEmpty()));
+    }
+
+    @Test
+    void shouldNackTheTokensOfAnOlderGenerationAndOfAClosedQueueAndTellNobodyAtAHandover() {
+        GObj s1 = tokenSender("s1");
+        rt.run(() -> {
+            waits.addToken(1, 9, s1, 19);
+            waits.addToken(1, 10, s1, 20);
+            waits.add(1, 11, a.gobj(), dict("g1-11"));
+            waits.addToken(2, 1, s1, 21);
+            waits.addToken(2, 2, s1, 22);
+            waits.drain(2, 1);
+        });
+        TokenSender t1 = behaviour(s1);
+        assertEquals(List.of(19L, 20L), rt.call(() -> t1.all(-1)), "an older generation's tokens come back as a nack");
+        assertEquals(List.of(21L), rt.call(() -> t1.all(0)));
+        assertEquals(List.of(), tags(a), "a dict of an older generation is dropped as before");
+        assertEquals(2L, ((Number) log.with("Durability waits of another queue generation dropped: their senders are not told")
+                .get(0).fields.get("tokens_nacked")).longValue());
+        // the queue closes with one token left: it comes back as a nack too
+        int left = rt.call(() -> waits.abandon());
+        assertEquals(1, left);
+        assertEquals(List.of(19L, 20L, 22L), rt.call(() -> t1.all(-1)));
+        // handed to the next revision: nobody is told, the next one tells
+        ArrayNode state = rt.call(() -> {
+            waits.addToken(3, 1, s1, 31);
+            waits.add(3, 2, a.gobj(), dict("g3-2"));
+            ArrayNode st = waits.exportState();
+            assertEquals(2, waits.clear());
+            return st;
+        });
+        assertEquals(3, rt.call(() -> t1.told.size()), "clear tells nobody");
+        DurableWaits next = rt.call(() -> new DurableWaits(rt.yuno().root()));
+        rt.run(() -> {
+            next.importState(state);
+            next.drain(3, 2);
+        });
+        assertEquals(List.of(21L, 31L), rt.call(() -> t1.all(0)));
+        assertEquals(List.of("g3-2"), tags(a));
+    }
+
+    @Test
+    void shouldRefuseAHandedOverWaitWithNeitherDictNorToken() {
+        ArrayNode state = rt.call(() -> {
+            waits.addToken(1, 1, a.gobj(), 7);
+            ArrayNode st = waits.exportState();
+            ((ObjectNode) st.get(0)).remove("token");
+            return st;
+        });
+        DurableWaits next = rt.call(() -> new DurableWaits(rt.yuno().root()));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> rt.call(() -> {
+                    next.importState(state);
+                    return null;
+                }));
+    }
+
+    @Test
+    void shouldKeepTheRingToWhatWaitsNotToTheTraffic() {
+        GObj s1 = tokenSender("s1");
+        rt.run(() -> {
+            // 100,000 waits appended before a commit: the ring grows to hold them
+            for (int i = 1; i <= 100_000; i++) waits.addToken(1, i, s1, i);
+            assertTrue(waits.capacity() >= 100_000);
+            waits.drain(1, 100_000);
+            assertTrue(waits.capacity() < 100_000, "halved at the drain: " + waits.capacity());
+            // a half per commit (a steady flow refills it at each one): a few quiet commits give the rest back
+            for (int c = 0; c < 20; c++) waits.drain(1, 100_000);
+            assertEquals(DurableWaits.MIN_CAPACITY, waits.capacity());
+            // then a steady flow of 50 per commit, over a million waits: the ring stays small
+            long rowid = 100_000;
+            for (int c = 0; c < 20_000; c++) {
+                for (int k = 0; k < 50; k++) waits.addToken(1, ++rowid, s1, rowid);
+                waits.drain(1, rowid);
+                assertTrue(waits.capacity() <= 256, "capacity " + waits.capacity());
+            }
+        });
+        assertEquals(range(1, 1_100_000, 1), rt.call(() -> behaviour(s1).all(0)));
     }
 }

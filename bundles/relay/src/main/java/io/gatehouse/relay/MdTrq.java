@@ -12,6 +12,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.JsonScan;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import java.io.IOException;
 import java.math.BigInteger;
@@ -125,10 +126,26 @@ final class MdTrq extends JsonScan {
      * makes that ack a copy of bytes instead of writing the parsed metadata again ({@link #writeAckStart}).
      */
     byte[] ackStart() {
+        return ackStart(0, 0);
+    }
+
+    /**
+     * {@link #ackStart()} with {@link Gbuffers#HEADROOM} bytes of room in front (for the protocol's frame header,
+     * written in place below) and {@value #ACK_ROOM} at the end, for {@link #endAckInPlace}: the ack is then ended
+     * in the array itself and goes down to the socket's batch without another copy.
+     */
+    byte[] ackStartWithRoom() {
+        return ackStart(Gbuffers.HEADROOM, ACK_ROOM);
+    }
+
+    /** The room {@link #ackStartWithRoom} leaves at the end: a result from -9 to 9 and the two braces. */
+    static final int ACK_ROOM = 4;
+
+    private byte[] ackStart(int front, int room) {
         // the md's braces are not copied, a comma may be added: exact unless whitespace is left out
-        byte[] out = new byte[ACK_HEAD.length + (mdTo - mdFrom - 2) + 1 + RESULT_FIELD.length];
-        System.arraycopy(ACK_HEAD, 0, out, 0, ACK_HEAD.length);
-        int o = ACK_HEAD.length;
+        byte[] out = new byte[front + ACK_HEAD.length + (mdTo - mdFrom - 2) + 1 + RESULT_FIELD.length + room];
+        System.arraycopy(ACK_HEAD, 0, out, front, ACK_HEAD.length);
+        int o = front + ACK_HEAD.length;
         int last = mdTo - 1;
         int run = mdFrom + 1;
         boolean inString = false;
@@ -151,7 +168,27 @@ final class MdTrq extends JsonScan {
         if (keys > 0) out[o++] = ',';
         System.arraycopy(RESULT_FIELD, 0, out, o, RESULT_FIELD.length);
         o += RESULT_FIELD.length;
-        return o == out.length ? out : java.util.Arrays.copyOf(out, o);
+        return o + room == out.length ? out : java.util.Arrays.copyOf(out, o + room);
+    }
+
+    /**
+     * Ends, in the array itself, an ack that {@link #ackStartWithRoom} began, and wraps it (no copy): the array is
+     * the ack's from then on, so this is done once per array.
+     */
+    static ByteBuf endAckInPlace(byte[] withRoom, int result) {
+        int o = withRoom.length - ACK_ROOM;
+        if (result < -9 || result > 9) {
+            return endAck(startAck(java.util.Arrays.copyOfRange(withRoom, Gbuffers.HEADROOM, o)), result);
+        }
+        if (result < 0) {
+            withRoom[o++] = '-';
+            withRoom[o++] = (byte) ('0' - result);
+        } else {
+            withRoom[o++] = (byte) ('0' + result);
+        }
+        withRoom[o++] = '}';
+        withRoom[o++] = '}';
+        return Unpooled.wrappedBuffer(withRoom).setIndex(Gbuffers.HEADROOM, o);
     }
 
     /** A buffer holding {@code start} ({@link #ackStart}), with room for the result and the braces after it. */

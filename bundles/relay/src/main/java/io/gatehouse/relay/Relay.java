@@ -68,6 +68,10 @@ public final class Relay implements GObjBehavior {
             "Messages the output refused (nacked upstream, the producer resends)");
     static final Attr<Long> BAD_JSON = Attr.counter("bad_json", AttrFlag.RSTATS,
             "Messages for a durable output that were not a JSON object (dropped with an error)");
+    static final Attr<Long> PENDING_ACKS = Attr.integer("pending_acks", 0, AttrFlag.STATS,
+            "Acks owed to producers for messages an output holds by token until they are durable");
+    static final Attr<Long> ACKS_FORGOTTEN = Attr.counter("acks_forgotten", AttrFlag.RSTATS,
+            "Acks owed by token that were dropped to keep the table bounded (their producers send again)");
 
     // --- Trace levels ---
 
@@ -79,6 +83,7 @@ public final class Relay implements GObjBehavior {
             .state(St.ST_IDLE)
                 .on(Ev.EV_ON_MESSAGE,       Relay::acOnMessage)
                 .on(Ev.EV_ON_DURABLE,       Relay::acOnDurable)
+                .on(Ev.EV_ON_DURABLE_TOKENS, Relay::acOnDurableTokens)
                 .on(Ev.EV_TIMEOUT_PERIODIC, Relay::acCheckGates)
                 .ignore(Ev.EV_ON_OPEN)
                 .ignore(Ev.EV_ON_CLOSE)
@@ -89,11 +94,14 @@ public final class Relay implements GObjBehavior {
     // --- Spec ---
 
     /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
-    static final int STATE_VERSION = 1;
+    static final int STATE_VERSION = 2;
+    /** The oldest state version {@link #onImport} takes: 1 (no acks owed by token, which 2 adds). */
+    static final int OLDEST_STATE_VERSION = 1;
 
     static final GClassSpec<Relay> SPEC = GClassSpec.builder(GClassNames.C_RELAY, Relay.class)
             .description("Forwards input gate messages to an output gate, acking upstream after durable enqueue")
-            .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, NACKS_SENT, REFUSED, BAD_JSON)
+            .attrs(INPUT, OUTPUT, TIMEOUT_CHECK_GATES, RX_MSGS, TX_MSGS, ACKS_SENT, NACKS_SENT, REFUSED, BAD_JSON,
+                    PENDING_ACKS, ACKS_FORGOTTEN)
             .fsm(FSM)
             .traceLevel(TRACE_MESSAGES, "Trace every message forwarded and every ack or nack sent upstream")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
@@ -137,6 +145,22 @@ public final class Relay implements GObjBehavior {
     private final Streak outputMissing = new Streak();
     /** Messages for a durable output that were not JSON objects. */
     private final Streak notJson = new Streak();
+    /** The acks owed for messages sent by token ({@link Kw#DURABLE_TOKEN}) to an output that answers them. */
+    private final PendingAcks pending = new PendingAcks();
+    /** The acks of {@link #acOnDurableTokens} taken in a chunk before they are sent (scratch). */
+    private static final int ACK_CHUNK = 32;
+    private final byte[][] chunkAcks = new byte[ACK_CHUNK][];
+    private final JsonNode[] chunkTemps = new JsonNode[ACK_CHUNK];
+    private final GObj[] chunkGates = new GObj[ACK_CHUNK];
+    /** The bytes read ahead of each chunk's sends, summed so that the reads are not left out by the compiler. */
+    private int acksTouched;
+    /** {@link #sharedTemp}'s table: a channel, and the {@code __temp__} kept for its acks. */
+    private final GObj[] tempChannels = new GObj[16];
+    private final JsonNode[] tempNodes = new JsonNode[16];
+    /** {@link PendingAcks#forgotten} when last said. */
+    private long forgottenSaid;
+    /** Tokens told back that this relay does not hold (forgotten, or told twice). */
+    private final Streak unknownToken = new Streak();
 
     Relay(GObj gobj) {
         this.gobj = gobj;
@@ -186,18 +210,25 @@ public final class Relay implements GObjBehavior {
         ObjectNode st = s.putObject("streaks");
         st.put("output_missing", outputMissing.count());
         st.put("not_json", notJson.count());
+        st.put("unknown_token", unknownToken.count());
+        pending.exportState(s);
         checker.cancel();
         return s;
     }
 
     @Override
     public void onImport(ObjectNode state, int stateVersion) {
-        if (stateVersion != STATE_VERSION) {
-            throw new IllegalArgumentException("C_RELAY takes state version " + STATE_VERSION + ", not " + stateVersion);
+        if (stateVersion < OLDEST_STATE_VERSION || stateVersion > STATE_VERSION) {
+            throw new IllegalArgumentException("C_RELAY takes state versions " + OLDEST_STATE_VERSION + " to "
+                    + STATE_VERSION + ", not " + stateVersion);
         }
         JsonNode st = state.path("streaks");
         outputMissing.resume(st.path("output_missing").asLong(0));
         notJson.resume(st.path("not_json").asLong(0));
+        unknownToken.resume(st.path("unknown_token").asLong(0));
+        pending.importState(state);
+        forgottenSaid = pending.forgotten();
+        gobj.setLong(PENDING_ACKS, pending.size());
         long due = state.path("check_due_ms").asLong(-1);
         // InputGates is this revision's own class (io.gatehouse.support, embedded): what onCreate makes, told the
         // gates the old one was on (core keeps the subscriptions: none is made again, and a rebuilt gate is joined
@@ -241,8 +272,101 @@ public final class Relay implements GObjBehavior {
                 : forwardRaw(out, kw, temp, src);
     }
 
+    /**
+     * The output stored messages sent by token: each one's producer gets its ack now (a nack when the output says
+     * they will never be durable), on the connection it came from, in the order the output tells them.
+     */
+    private int acOnDurableTokens(String ev, ObjectNode kw, GObj src) {
+        long[] tokens = Kw.ref(kw, Kw.TOKENS, long[].class);
+        if (tokens == null) return 0;
+        int count = Math.min(tokens.length, Math.max(0, kw.path(Kw.COUNT).asInt(0)));
+        int result = kw.path(Kw.RESULT).asInt(0) < 0 ? REFUSED_RESULT : 0;
+        // In chunks, two passes: the entries are taken first and each ack's array is read once (made a commit
+        // period ago, it is rarely in the cache: the reads of a chunk wait for memory together, not one by one
+        // deep inside each send), then the acks are sent.
+        int touched = 0;
+        for (int from = 0; from < count; from += ACK_CHUNK) {
+            int to = Math.min(count, from + ACK_CHUNK);
+            int n = 0;
+            for (int i = from; i < to; i++) {
+                if (!takeToken(tokens[i])) continue;
+                byte[] ack = pending.takenAck;
+                touched += ack[ack.length - 1 - MdTrq.ACK_ROOM];
+                chunkAcks[n] = ack;
+                chunkTemps[n] = pending.takenTemp;
+                chunkGates[n++] = pending.takenGate;
+            }
+            for (int k = 0; k < n; k++) {
+                answerUpstream(MdTrq.endAckInPlace(chunkAcks[k], result), null, chunkTemps[k], chunkGates[k], result);
+                chunkAcks[k] = null;
+                chunkTemps[k] = null;
+                chunkGates[k] = null;
+            }
+        }
+        acksTouched += touched;
+        pending.trim();
+        gobj.setLong(PENDING_ACKS, pending.size());
+        return 0;
+    }
+
+    /** Takes the entry of {@code token} into {@link PendingAcks}'s taken fields; false (said once) when unknown. */
+    private boolean takeToken(long token) {
+        if (!pending.take(token)) {
+            if (unknownToken.hit()) {
+                Glog.warn(gobj, "Durable token not known here (told twice, or its ack was dropped): no ack sent"
+                        + " (said once until a known one comes)", "token", token);
+            }
+            return false;
+        }
+        if (unknownToken.active()) Glog.info(gobj, "Durable tokens known again", "unknown", unknownToken.end());
+        return true;
+    }
+
+    private void answerToken(long token, int result) {
+        if (takeToken(token)) {
+            answerUpstream(MdTrq.endAckInPlace(pending.takenAck, result), null, pending.takenTemp,
+                    pending.takenGate, result);
+        }
+    }
+
+    /**
+     * The {@code __temp__} to keep for an ack owed: the one kept for an earlier message of the same channel when
+     * this one is the same route (a gate's {@code {"channel": name, "channel_gobj": ref}}), so that the acks of a
+     * commit read a few nodes that stay in the cache instead of one node per message made a commit period ago.
+     * Nothing downstream changes a {@code __temp__} (the gate reads it to choose the channel), so one node can
+     * route many acks. A small direct-mapped table: a channel that went away is overwritten by the next one.
+     */
+    private JsonNode sharedTemp(JsonNode temp) {
+        if (!(temp instanceof ObjectNode) || temp.size() != 2) return temp;
+        GObj channel = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
+        JsonNode name = temp.get(Kw.TEMP_CHANNEL);
+        if (channel == null || name == null) return temp;
+        int i = System.identityHashCode(channel) & (tempChannels.length - 1);
+        if (tempChannels[i] == channel && tempNodes[i].get(Kw.TEMP_CHANNEL).equals(name)) return tempNodes[i];
+        tempChannels[i] = channel;
+        tempNodes[i] = temp;
+        return temp;
+    }
+
+    /** Counts and says the acks the table of acks owed dropped to stay bounded (rare: an output that went silent). */
+    private void noteForgotten() {
+        long dropped = pending.forgotten() - forgottenSaid;
+        if (dropped == 0) return;
+        forgottenSaid += dropped;
+        gobj.add(ACKS_FORGOTTEN, dropped);
+        Glog.warn(gobj, "Acks owed by token dropped to keep their table bounded: those producers send again",
+                "dropped", dropped, "max", PendingAcks.MAX_CAPACITY);
+    }
+
     /** The output stored a message: its producer gets the ack now, on the connection it came from. */
     private int acOnDurable(String ev, ObjectNode kw, GObj src) {
+        JsonNode token = kw.get(Kw.DURABLE_TOKEN);
+        if (token != null && token.isIntegralNumber()) {
+            // a token a gate put in a dict for one of its outputs whose revision does not answer tokens
+            answerToken(token.asLong(), 0);
+            gobj.setLong(PENDING_ACKS, pending.size());
+            return 0;
+        }
         JsonNode ack = kw.get(DURABLE_ACK);
         if (ack instanceof BinaryNode) {
             JsonNode md = gobj.isTraced(TRACE_MESSAGES) ? kw.get(DURABLE_MD) : null;
@@ -285,12 +409,16 @@ public final class Relay implements GObjBehavior {
         ByteBuf buf = Kw.takeGbuffer(kw);
         ObjectNode msg;
         byte[] ackStart = null;
+        boolean byToken = false;
         JsonNode upstreamMd;
         try {
             boolean takesRecords = out.gclass().takesJsonRecords();
             int found = buf == null ? MdTrq.UNSURE : takesRecords ? scan.scanRecord(buf) : scan.scan(buf);
             byte[] record = found != MdTrq.UNSURE && takesRecords ? scan.record() : null;
-            if (found == MdTrq.FOUND && scan.simple()) ackStart = scan.ackStart();
+            // by token (forwardByToken): the ack's bytes made with room to end it in place
+            byToken = record != null && found == MdTrq.FOUND && scan.simple() && !gobj.isTraced(TRACE_MESSAGES)
+                    && out.gclass().answersDurableTokens();
+            if (found == MdTrq.FOUND && scan.simple()) ackStart = byToken ? scan.ackStartWithRoom() : scan.ackStart();
             if (record != null) {
                 // The producer's bytes are the record the output would store for the dict: they go as they are.
                 msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
@@ -314,6 +442,7 @@ public final class Relay implements GObjBehavior {
             if (buf != null) buf.release();
         }
         if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
+        if (byToken) return forwardByToken(out, msg, ackStart, temp, src);
         if (upstreamMd != null && upstreamMd.isObject()) {
             ObjectNode durable = msg.putObject(Kw.DURABLE);
             if (upstreamMd != MD_IN_ACK) durable.set(DURABLE_MD, upstreamMd);
@@ -336,6 +465,28 @@ public final class Relay implements GObjBehavior {
         } else {
             gobj.inc(TX_MSGS);
         }
+        return r;
+    }
+
+    /**
+     * The ack's bytes ({@link MdTrq#ackStartWithRoom}) stay here, in {@link PendingAcks}, and the message goes with a token
+     * ({@link Kw#DURABLE_TOKEN}): the output tells many tokens back in one {@link Ev#EV_ON_DURABLE_TOKENS} when a
+     * commit covers them, and nothing per message is built for it.
+     */
+    private int forwardByToken(GObj out, ObjectNode msg, byte[] ackStart, JsonNode temp, GObj src) {
+        long token = pending.add(ackStart, sharedTemp(temp), src);
+        msg.put(Kw.DURABLE_TOKEN, token);
+        int r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
+        if (r < 0) {
+            gobj.inc(REFUSED);
+            if (pending.take(token)) {
+                answerUpstream(MdTrq.endAckInPlace(ackStart, REFUSED_RESULT), null, temp, src, REFUSED_RESULT);
+            }
+        } else {
+            gobj.inc(TX_MSGS);
+        }
+        noteForgotten();
+        gobj.setLong(PENDING_ACKS, pending.size());
         return r;
     }
 

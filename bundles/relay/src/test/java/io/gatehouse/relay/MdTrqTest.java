@@ -4,6 +4,7 @@ package io.gatehouse.relay;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.JsonScan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
@@ -61,14 +62,19 @@ class MdTrqTest {
                 // same bytes as the ack of a plain output.
                 scan.tree();
                 ByteBuf later = MdTrq.endAck(MdTrq.startAck(scan.ackStart()), result);
+                // by token: the array with room in front and behind, ended in place
+                ByteBuf inPlace = MdTrq.endAckInPlace(scan.ackStartWithRoom(), result);
                 ByteBuf ack = MdTrq.endAck(scan.startAck(), result);
                 try {
                     String now = ack.toString(StandardCharsets.UTF_8);
                     assertEquals(now, later.toString(StandardCharsets.UTF_8), "the ack kept for EV_ON_DURABLE");
+                    assertEquals(now, inPlace.toString(StandardCharsets.UTF_8), "the ack kept by token");
+                    assertTrue(Gbuffers.canPrepend(inPlace, 4), "room for the frame header in front");
                     return now;
                 } finally {
                     ack.release();
                     later.release();
+                    inPlace.release();
                 }
             } else if (found == MdTrq.FOUND) {
                 try {
@@ -333,6 +339,21 @@ class MdTrqTest {
 
     private int status(String msg) {
         return scan.scan(Unpooled.copiedBuffer(msg, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void endsAnAckKeptByTokenInPlaceForAnyResult() {
+        String m = "{\"id\": \"a\", \"__md_trq__\" : { \"__msg_rowid__\" : 7 , \"k\" : \"v w\" } }";
+        for (int result : new int[] {0, 9, -1, -9, 10, -12, 1234, Integer.MIN_VALUE}) {
+            assertEquals(MdTrq.FOUND, status(m));
+            ByteBuf ack = MdTrq.endAckInPlace(scan.ackStartWithRoom(), result);
+            try {
+                assertEquals("{\"__md_trq__\":{\"__msg_rowid__\":7,\"k\":\"v w\",\"result\":" + result + "}}",
+                        ack.toString(StandardCharsets.UTF_8));
+            } finally {
+                ack.release();
+            }
+        }
     }
 
     @Test

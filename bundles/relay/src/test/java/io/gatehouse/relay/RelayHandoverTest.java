@@ -163,4 +163,51 @@ class RelayHandoverTest {
         receiveWithMd("next", 2);
         assertEquals(List.of("waiting", "next"), storedIds(), "the rebuilt relay forwards");
     }
+
+    /** The relay over an output that answers tokens: the acks owed go to the next revision with their routes. */
+    private void startWithTokenOutput(int relayStateVersion) {
+        rt.close();
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS)
+                .gclass(Revision.of(Relay.SPEC, relayStateVersion, Relay.SPEC.factory()), RelayTest.GATE,
+                        RelayTest.TOKEN_OUTPUT)
+                .config("{\"services\": ["
+                        + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
+                        + "{\"name\": \"out\", \"gclass\": \"C_SOME_TOKEN_OUTPUT\"},"
+                        + "{\"name\": \"relay\", \"gclass\": \"C_RELAY\", \"kw\": {\"input\": \"in\", \"output\": \"out\"}}]}")
+                .build().start();
+    }
+
+    @Test
+    void shouldAckTheTokensToldAfterTheUpgradeWithWhatTheOldRevisionKept() {
+        startWithTokenOutput(Relay.STATE_VERSION);
+        for (int i = 1; i <= 300; i++) receiveWithMd("m" + i, i);
+        rt.run(() -> output().confirmTokens(new ArrayList<>(output().tokens.subList(0, 100)), 0));
+        assertEquals(100, acks().size());
+        upgrade();
+        assertEquals(200, stats().get("pending_acks").asInt(), "the acks owed, handed over");
+        receiveWithMd("m301", 301);
+        List<Long> tokens = rt.call(() -> new ArrayList<>(output().tokens));
+        assertEquals(301L, tokens.get(300), "the new revision's tokens follow the old one's");
+        rt.run(() -> output().confirmTokens(tokens.subList(100, 301), 0));
+        List<ObjectNode> acks = acks();
+        assertEquals(301, acks.size());
+        for (int i = 1; i <= 301; i++) {
+            assertEquals("{\"__md_trq__\":{\"__msg_rowid__\":" + i + ",\"__msg_t__\":9,\"result\":0}}",
+                    acks.get(i - 1).get("payload").asText());
+            assertTrue(acks.get(i - 1).get("has_temp").asBoolean(), "on the connection it came from");
+        }
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldTakeTheStateOfARevisionBeforeTokens() {
+        startWithTokenOutput(1);
+        receiveWithMd("m1", 1);
+        // the revision running declared state version 1: the new one (2) takes it
+        ObjectNode report = rt.gclassArrived(Relay.SPEC);
+        assertEquals(0, report.path("rebuilt").size(), report.toString());
+        receiveWithMd("m2", 2);
+        rt.run(() -> output().confirmTokens(new ArrayList<>(output().tokens), 0));
+        assertEquals(2, acks().size());
+    }
 }

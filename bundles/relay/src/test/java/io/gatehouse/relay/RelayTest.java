@@ -69,6 +69,9 @@ class RelayTest {
         final List<ObjectNode> stored = new ArrayList<>();
         final List<GObj> waiting = new ArrayList<>();
         final List<ObjectNode> pendingDurable = new ArrayList<>();
+        /** The tokens given ({@link Kw#DURABLE_TOKEN}), in the order sent, and their senders. */
+        final List<Long> tokens = new ArrayList<>();
+        final List<GObj> tokenSenders = new ArrayList<>();
         boolean refuse;
 
         FakeDurableOutput(GObj g) {
@@ -78,12 +81,28 @@ class RelayTest {
         int acSend(String ev, ObjectNode kw, GObj src) {
             if (refuse) return -1;
             JsonNode d = kw.remove(Kw.DURABLE);
+            JsonNode t = kw.remove(Kw.DURABLE_TOKEN);
+            if (t != null) {
+                tokens.add(t.asLong());
+                tokenSenders.add(src);
+            }
             stored.add(kw);
             if (d instanceof ObjectNode) {
                 waiting.add(src);
                 pendingDurable.add((ObjectNode) d);
             }
             return 0;
+        }
+
+        /** Tells {@code which} tokens, in that order, to their sender in one event, as a queue's commit does. */
+        void confirmTokens(List<Long> which, int result) {
+            long[] told = new long[which.size() + 3];   // longer than count: the relay reads count entries only
+            for (int i = 0; i < which.size(); i++) told[i] = which.get(i);
+            ObjectNode kw = Kw.create();
+            Kw.putRef(kw, Kw.TOKENS, told);
+            kw.put(Kw.COUNT, which.size());
+            kw.put(Kw.RESULT, result);
+            tokenSenders.get(0).send(Ev.EV_ON_DURABLE_TOKENS, kw, gobj);
         }
 
         /** Tells every waiting sender, as a queue does after the fsync. */
@@ -121,6 +140,17 @@ class RelayTest {
                     .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
                     .factory(FakeDurableOutput::new).build();
 
+    /** The same output, answering tokens too (a queue does since api 2.2). */
+    static final GClassSpec<FakeDurableOutput> TOKEN_OUTPUT =
+            GClassSpec.builder("C_SOME_TOKEN_OUTPUT", FakeDurableOutput.class)
+                    .description("an output that stores JSON records and answers durable tokens")
+                    .fsm(Fsm.<FakeDurableOutput>builder().state(St.ST_IDLE)
+                            .on(Ev.EV_SEND_MESSAGE, FakeDurableOutput::acSend).build())
+                    .answersDurableTokens()
+                    .takesJsonRecords()
+                    .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+                    .factory(FakeDurableOutput::new).build();
+
     /** How long a gclass that left may take to come back before its services go down (the test's upgrade grace). */
     private static final long GRACE_MS = 100;
 
@@ -142,7 +172,7 @@ class RelayTest {
     }
 
     private void start(String outputGclass) {
-        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT, RECORD_OUTPUT)
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS).gclass(Relay.SPEC, GATE, DURABLE_OUTPUT, RECORD_OUTPUT, TOKEN_OUTPUT)
                 .config("{\"services\": ["
                         + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\"},"
                         + "{\"name\": \"out\", \"gclass\": \"" + outputGclass + "\"},"
@@ -221,6 +251,109 @@ class RelayTest {
             assertTrue(acks.get(i - 1).get("has_temp").asBoolean());
         }
         assertEquals(50, stats().get("acks_sent").asInt());
+    }
+
+    private static String ackOf(int rowid, int result) {
+        return "{\"__md_trq__\":{\"__msg_rowid__\":" + rowid + ",\"__msg_t__\":9,\"k\":\"v w\",\"result\":" + result + "}}";
+    }
+
+    private void receiveForAck(int rowid) {
+        receive("{\"id\": \"msg-" + rowid + "\", \"__md_trq__\": {\"__msg_rowid__\": " + rowid
+                + ", \"__msg_t__\": 9, \"k\": \"v w\"}}");
+    }
+
+    private List<String> ackPayloads() {
+        List<String> out = new ArrayList<>();
+        for (ObjectNode a : rt.call(() -> input().sent)) {
+            assertTrue(a.get("has_temp").asBoolean(), "an ack goes back on the connection it came from");
+            out.add(a.get("payload").asText());
+        }
+        return out;
+    }
+
+    @Test
+    void shouldSendTokensToAnOutputThatAnswersThemAndAckEveryProducerWhenACommitTellsThem() {
+        start("C_SOME_TOKEN_OUTPUT");
+        for (int i = 1; i <= 50; i++) receiveForAck(i);
+        FakeDurableOutput out = output();
+        assertEquals(50, rt.call(() -> out.stored.size()));
+        List<Long> tokens = rt.call(() -> new ArrayList<>(out.tokens));
+        for (int i = 0; i < 50; i++) assertEquals(i + 1, tokens.get(i), "consecutive tokens from 1");
+        rt.run(() -> {
+            for (ObjectNode kw : out.stored) {
+                assertNull(kw.get(Kw.DURABLE), "no dict is made for a message sent by token");
+                assertTrue(kw.path(Kw.JSON_RECORD).asBoolean(), "the producer's bytes go as the record");
+            }
+        });
+        assertTrue(ackPayloads().isEmpty(), "no ack before durability");
+        assertEquals(50, stats().get("pending_acks").asInt());
+        rt.run(() -> out.confirmTokens(tokens, 0));   // one commit, one event
+        List<String> acks = ackPayloads();
+        assertEquals(50, acks.size());
+        for (int i = 1; i <= 50; i++) assertEquals(ackOf(i, 0), acks.get(i - 1), "the bytes Jackson writes, in order");
+        assertEquals(50, stats().get("acks_sent").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldAckInTheOrderOutputsTellAndNackWhatTheyCannotConfirm() {
+        start("C_SOME_TOKEN_OUTPUT");
+        for (int i = 1; i <= 6; i++) receiveForAck(i);
+        FakeDurableOutput out = output();
+        // two queues behind one gate: the even ones first, then the odd ones, of which the queue closed on two
+        rt.run(() -> out.confirmTokens(List.of(2L, 4L, 6L), 0));
+        rt.run(() -> out.confirmTokens(List.of(1L), 0));
+        rt.run(() -> out.confirmTokens(List.of(3L, 5L), -1));
+        assertEquals(List.of(ackOf(2, 0), ackOf(4, 0), ackOf(6, 0), ackOf(1, 0), ackOf(3, -1), ackOf(5, -1)),
+                ackPayloads());
+        assertEquals(4, stats().get("acks_sent").asInt());
+        assertEquals(2, stats().get("nacks_sent").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldNackAtOnceAMessageSentByTokenThatTheOutputRefuses() {
+        start("C_SOME_TOKEN_OUTPUT");
+        rt.run(() -> output().refuse = true);
+        receiveForAck(7);
+        assertEquals(List.of(ackOf(7, -1)), ackPayloads());
+        assertEquals(1, stats().get("refused").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt(), "nothing is owed for a refused message");
+    }
+
+    @Test
+    void shouldSayOnceATokenItDoesNotHoldAndAckATokenHandedBackInADict() {
+        start("C_SOME_TOKEN_OUTPUT");
+        receiveForAck(1);
+        receiveForAck(2);
+        FakeDurableOutput out = output();
+        rt.run(() -> out.confirmTokens(List.of(1L), 0));
+        rt.run(() -> out.confirmTokens(List.of(1L, 99L), 0));   // told twice, and one never given
+        assertEquals(List.of(ackOf(1, 0)), ackPayloads());
+        assertEquals(1, count("Durable token not known here"), "said once per streak");
+        // a gate put the token in a dict for an older child, which answers EV_ON_DURABLE with it
+        rt.run(() -> {
+            ObjectNode d = Kw.create().put(Kw.DURABLE_TOKEN, 2L);
+            rt.service("relay").send(Ev.EV_ON_DURABLE, d, out.gobj);
+        });
+        assertEquals(List.of(ackOf(1, 0), ackOf(2, 0)), ackPayloads());
+        assertEquals(1, count("Durable tokens known again"));
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldUseTheDictWhenTracedOrWhenTheMetadataCannotBeEchoed() {
+        start("C_SOME_TOKEN_OUTPUT");
+        // an escaped string in the metadata: the ack comes from the dict, as for any durable output
+        receive("{\"id\": \"m\", \"__md_trq__\": {\"__msg_rowid__\": 3, \"s\": \"a\\u0041\"}}");
+        rt.command("trace-on service=relay level=messages");
+        receiveForAck(4);
+        FakeDurableOutput out = output();
+        assertEquals(2, rt.call(() -> out.pendingDurable.size()));
+        assertTrue(rt.call(() -> out.tokens.isEmpty()));
+        rt.run(() -> out.confirmAll());
+        assertEquals(List.of("{\"__md_trq__\":{\"__msg_rowid__\":3,\"s\":\"aA\",\"result\":0}}", ackOf(4, 0)),
+                ackPayloads());
     }
 
     @Test

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.gatehouse.relay;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatehouse.api.GObj;
+import io.gatehouse.api.Kw;
+
+import java.io.IOException;
+import java.util.Arrays;
+
+/**
+ * The acks C_RELAY owes its producers for messages an output holds until they are durable, by the token each was
+ * sent with ({@link Kw#DURABLE_TOKEN}): the ack's bytes up to its result, the message's {@code __temp__} (the
+ * connection to answer on) and the input gate. The output tells the tokens back in rowid order, many per event.
+ *
+ * <p>Tokens are consecutive, and an entry lives in slot {@code token & mask}: a ring over the tokens in flight,
+ * read in the order they were given, with no object per message and no hashing. Two outputs (the queues under one
+ * routing gate) tell their tokens apart, so the ring may have holes; when the slot of a new token is still taken,
+ * the ring doubles (up to {@link #MAX_CAPACITY}), and halves when it is under an eighth full. At the maximum the
+ * oldest entry is forgotten to make room ({@link #forgotten}): its producer gets no ack and sends again (a
+ * duplicate, never a loss); only a token that is never told (an output gone without a word) can stay that long.
+ */
+final class PendingAcks {
+    static final int MIN_CAPACITY = 1024;
+    static final int MAX_CAPACITY = 1 << 20;
+
+    private final int minCapacity;
+    private final int maxCapacity;
+    /** The entry's token; 0 marks a free slot (tokens start at 1). */
+    private long[] tokens;
+    private byte[][] acks;
+    private JsonNode[] temps;
+    private GObj[] gates;
+    private int size;
+    private long nextToken = 1;
+    private long forgotten;
+    /** The next token when a trim last found the entries too spread to halve: no new try until the ring wrapped. */
+    private long trimRetryAt;
+
+    /** What {@link #take} found: valid until the next call. */
+    byte[] takenAck;
+    JsonNode takenTemp;
+    GObj takenGate;
+
+    PendingAcks() {
+        this(MIN_CAPACITY, MAX_CAPACITY);
+    }
+
+    /** A table between {@code minCapacity} and {@code maxCapacity} entries (powers of two; tests use small ones). */
+    PendingAcks(int minCapacity, int maxCapacity) {
+        if (Integer.bitCount(minCapacity) != 1 || Integer.bitCount(maxCapacity) != 1 || minCapacity > maxCapacity) {
+            throw new IllegalArgumentException("capacities must be powers of two, min <= max");
+        }
+        this.minCapacity = minCapacity;
+        this.maxCapacity = maxCapacity;
+        tokens = new long[minCapacity];
+        acks = new byte[minCapacity][];
+        temps = new JsonNode[minCapacity];
+        gates = new GObj[minCapacity];
+    }
+
+    /** Keeps an ack owed, and answers the token the message goes with. */
+    long add(byte[] ackStart, JsonNode temp, GObj gate) {
+        long token = nextToken++;
+        put(token, ackStart, temp, gate);
+        return token;
+    }
+
+    private void put(long token, byte[] ackStart, JsonNode temp, GObj gate) {
+        int slot = (int) token & (tokens.length - 1);
+        while (tokens[slot] != 0) {
+            if (tokens.length >= maxCapacity) {
+                forgotten++;
+                size--;
+                break;
+            }
+            resize(tokens.length * 2);
+            slot = (int) token & (tokens.length - 1);
+        }
+        tokens[slot] = token;
+        acks[slot] = ackStart;
+        temps[slot] = temp;
+        gates[slot] = gate;
+        size++;
+    }
+
+    /**
+     * Takes the entry of {@code token} into {@link #takenAck}, {@link #takenTemp} and {@link #takenGate}; false when
+     * there is none (forgotten, told twice, or not one of this relay's).
+     */
+    boolean take(long token) {
+        int slot = (int) token & (tokens.length - 1);
+        if (token <= 0 || tokens[slot] != token) return false;
+        takenAck = acks[slot];
+        takenTemp = temps[slot];
+        takenGate = gates[slot];
+        tokens[slot] = 0;
+        acks[slot] = null;
+        temps[slot] = null;
+        gates[slot] = null;
+        size--;
+        return true;
+    }
+
+    /** After a batch of takes: gives memory back when the ring is under an eighth full. */
+    void trim() {
+        if (tokens.length <= minCapacity || size >= tokens.length / 8 || nextToken < trimRetryAt) return;
+        int capacity = tokens.length;
+        while (capacity > minCapacity && size < capacity / 8 && fits(capacity / 2)) capacity /= 2;
+        if (capacity != tokens.length) {
+            resize(capacity);
+        } else {
+            // an old entry still holds a slot a smaller ring would need twice: try again once the ring has wrapped
+            trimRetryAt = nextToken + tokens.length;
+        }
+    }
+
+    /** Whether every entry has a slot of its own in a ring of {@code capacity}. */
+    private boolean fits(int capacity) {
+        boolean[] taken = new boolean[capacity];
+        for (long t : tokens) {
+            if (t == 0) continue;
+            int slot = (int) t & (capacity - 1);
+            if (taken[slot]) return false;
+            taken[slot] = true;
+        }
+        return true;
+    }
+
+    /** Moves every entry to a ring of {@code capacity} (doubled again while two entries would share a slot). */
+    private void resize(int capacity) {
+        while (capacity < maxCapacity && !fits(capacity)) capacity *= 2;
+        long[] oldTokens = tokens;
+        byte[][] oldAcks = acks;
+        JsonNode[] oldTemps = temps;
+        GObj[] oldGates = gates;
+        tokens = new long[capacity];
+        acks = new byte[capacity][];
+        temps = new JsonNode[capacity];
+        gates = new GObj[capacity];
+        size = 0;
+        // oldest first, so that at the maximum a collision forgets the older entry
+        long[] order = oldTokens.clone();
+        Arrays.sort(order);
+        for (long t : order) {
+            if (t == 0) continue;
+            int from = (int) t & (oldTokens.length - 1);
+            put(t, oldAcks[from], oldTemps[from], oldGates[from]);
+        }
+    }
+
+    int size() {
+        return size;
+    }
+
+    int capacity() {
+        return tokens.length;
+    }
+
+    /** Entries dropped to make room at the maximum capacity, since the relay started. */
+    long forgotten() {
+        return forgotten;
+    }
+
+    /**
+     * For the next revision of the relay: the next token, and every entry (token, the ack's bytes, the temp node
+     * and a reference to the gate), oldest first. JSON and api types only: the next revision has its own class.
+     */
+    void exportState(ObjectNode s) {
+        s.put("next_token", nextToken);
+        s.put("forgotten", forgotten);
+        ArrayNode list = s.putArray("pending_acks");
+        long[] order = tokens.clone();
+        Arrays.sort(order);
+        for (long t : order) {
+            if (t == 0) continue;
+            int slot = (int) t & (tokens.length - 1);
+            ObjectNode o = list.addObject();
+            o.put("token", t);
+            o.put("ack", acks[slot]);
+            if (temps[slot] != null) o.set("temp", temps[slot]);
+            if (gates[slot] != null) Kw.putRef(o, "gate", gates[slot]);
+        }
+    }
+
+    /**
+     * Takes what {@link #exportState} gave; a state without it (a revision before tokens) has no entry.
+     *
+     * @throws IllegalArgumentException when an entry has no token or no ack
+     */
+    void importState(JsonNode s) {
+        nextToken = Math.max(nextToken, s.path("next_token").asLong(1));
+        forgotten = s.path("forgotten").asLong(0);
+        JsonNode list = s.get("pending_acks");
+        if (list == null || list.isNull()) return;
+        if (!list.isArray()) throw new IllegalArgumentException("pending_acks is not a list");
+        for (JsonNode o : list) {
+            long t = o.path("token").asLong(0);
+            JsonNode ack = o.get("ack");
+            if (t <= 0 || ack == null || !ack.isBinary()) {
+                throw new IllegalArgumentException("a pending ack without token or bytes");
+            }
+            byte[] bytes;
+            try {
+                bytes = ack.binaryValue();
+            } catch (IOException e) {
+                throw new IllegalArgumentException("a pending ack's bytes cannot be read", e);
+            }
+            JsonNode temp = o.get("temp");
+            put(t, bytes, temp == null || temp.isNull() ? null : temp, Kw.ref(o, "gate", GObj.class));
+            nextToken = Math.max(nextToken, t + 1);
+        }
+    }
+}
