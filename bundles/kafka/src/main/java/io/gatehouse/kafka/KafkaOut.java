@@ -716,7 +716,8 @@ public final class KafkaOut implements GObjBehavior {
             return 0;
         }
         byte[] id = msgId(key);
-        String refusedWhy = refusedForGood.get(key);
+        // both sets are empty but for faults: no hashing per record then
+        String refusedWhy = refusedForGood.isEmpty() ? null : refusedForGood.get(key);
         if (refusedWhy != null) return deadLetter(key, id, out, refusedWhy);
         KafkaLink.Offer offer = link.send(out.key, out.value, GH_MSG_ID, id, store != null
                 ? storeDelivery(gobj, producerSeq, store, ackBurst) : delivery(gobj, producerSeq, out.md(), null, null, null));
@@ -726,7 +727,7 @@ public final class KafkaOut implements GObjBehavior {
             nackSoon(gobj, producerSeq, out.md(), "producer window full (" + offer + ")");
             return 0;
         }
-        if (nacked.remove(key)) gobj.inc(RECORDS_RETRIED);
+        if (!nacked.isEmpty() && nacked.remove(key)) gobj.inc(RECORDS_RETRIED);
         inflight.put(key, new InFlight(now()));
         gobj.inc(RECORDS_SENT);
         return 0;
@@ -1013,9 +1014,13 @@ public final class KafkaOut implements GObjBehavior {
         }
     }
 
-    /** {@link #answerQueue(ObjectNode, int)} for the store's md, from its numbers. */
+    /**
+     * {@link #answerQueue(ObjectNode, int)} for the store's md, from its numbers. On the heap, unpooled, and large
+     * enough for three 19-digit numbers: the gate reads it at once and lets it go, so a pool arena and Netty's leak
+     * sampling (a stack trace per sample) cost more than the buffer; 96 bytes made most acks grow once.
+     */
     private void answerQueue(long rowid, long t, long gen, int result) {
-        ByteBuf b = Gbuffers.allocate(ByteBufAllocator.DEFAULT, 96);
+        ByteBuf b = Gbuffers.allocateHeap(ACK_CAPACITY);
         b.writeBytes(ACK_ROWID);
         Gbuffers.writeDecimal(b, rowid);
         b.writeBytes(ACK_T);
@@ -1033,6 +1038,8 @@ public final class KafkaOut implements GObjBehavior {
     private static final byte[] ACK_GEN = ascii(",\"" + TrQueue.MSG_GEN + "\":");
     private static final byte[] ACK_RESULT = ascii(",\"" + Kw.RESULT + "\":");
     private static final byte[] ACK_END = ascii("}}");
+    private static final int ACK_CAPACITY = ACK_ROWID.length + ACK_T.length + ACK_GEN.length + ACK_RESULT.length
+            + ACK_END.length + 4 * 20;
 
     private static byte[] ascii(String s) {
         return s.getBytes(StandardCharsets.US_ASCII);
