@@ -16,6 +16,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
+import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -396,7 +397,9 @@ public final class KafkaEdgeBench {
                 s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
                 s.setTcpNoDelay(true);
                 Semaphore credit = new Semaphore(window);
-                DataInputStream in = new DataInputStream(s.getInputStream());
+                // buffered: a readInt on the socket's own stream was up to four read syscalls per ack, and this
+                // thread took as much CPU as the gateway's core loop in the latency run's profile
+                DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 64 * 1024));
                 Thread reader = new Thread(() -> {
                     byte[] buf = new byte[4096];
                     try {

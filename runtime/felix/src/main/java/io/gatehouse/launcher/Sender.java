@@ -1,5 +1,6 @@
 package io.gatehouse.launcher;
 
+import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -214,7 +215,9 @@ public final class Sender {
 
     private void startReader(Socket s) throws IOException {
         readerDead = false;
-        DataInputStream in = new DataInputStream(s.getInputStream());
+        // buffered: the gateway sends the acks of a commit in one flush, and a frame read from the socket's own stream
+        // was a read call for its header and another for its body
+        DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 64 * 1024));
         Semaphore myCredit = credit;
         Thread t = new Thread(() -> {
             try {
