@@ -2,6 +2,7 @@
 package io.gatehouse.qiogate;
 
 import io.gatehouse.qiogate.InFlightWindow.InFlight;
+import io.gatehouse.support.RowidSlots;
 
 import java.util.Arrays;
 import java.util.Iterator;
@@ -11,20 +12,20 @@ import java.util.NoSuchElementException;
  * The messages in flight by rowid, in the order they were added (send order): an open-addressing table over the
  * rowids themselves, with the order kept as a list through the entries. A {@code LinkedHashMap<Long, InFlight>}
  * did the same with a boxed key and a node per message, and its lookups were 3 to 5 % of the durable path's core
- * loop.
+ * loop. The keys are support's {@link RowidSlots} (trqueue's soft marks use them too).
  *
  * <p>The table holds at most twice the largest number of messages that were ever in flight together (bounded by
  * the gate's credit window) and is not shrunk. Not thread safe: the gate's core loop only.
  */
 final class InFlightTable implements Iterable<InFlight> {
-    /** A slot's rowid when it holds nothing: rowids are positive. */
-    private static final long EMPTY = Long.MIN_VALUE;
     /** The rowid of each slot's message, beside it: probes read this array only, not the messages. */
-    private long[] keys = emptyKeys(16);
+    private long[] keys = RowidSlots.empty(16);
     private InFlight[] slots = new InFlight[16];
     private int size;
     private InFlight oldest;
     private InFlight newest;
+    /** Moves a message with its rowid when a removal closes the hole (a field: no object per removal). */
+    private final RowidSlots.Values moveSlot = (from, to) -> slots[to] = slots[from];
 
     int size() {
         return size;
@@ -36,12 +37,8 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** The message in flight with that rowid, or null. */
     InFlight get(long rowid) {
-        int mask = keys.length - 1;
-        for (int i = home(rowid, mask); ; i = (i + 1) & mask) {
-            long k = keys[i];
-            if (k == rowid) return slots[i];
-            if (k == EMPTY) return null;
-        }
+        int i = RowidSlots.find(keys, rowid);
+        return i < 0 ? null : slots[i];
     }
 
     boolean contains(long rowid) {
@@ -66,28 +63,10 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** Takes the message with that rowid out; it is answered, or null when none is held. */
     InFlight remove(long rowid) {
-        int mask = keys.length - 1;
-        int i = home(rowid, mask);
-        while (keys[i] != rowid) {
-            if (keys[i] == EMPTY) return null;
-            i = (i + 1) & mask;
-        }
+        int i = RowidSlots.find(keys, rowid);
+        if (i < 0) return null;
         InFlight f = slots[i];
-        // linear probing: the entries after the hole that may not stay past it move back into it
-        keys[i] = EMPTY;
-        slots[i] = null;
-        int hole = i;
-        for (int j = (i + 1) & mask; keys[j] != EMPTY; j = (j + 1) & mask) {
-            int h = home(keys[j], mask);
-            boolean stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
-            if (!stays) {
-                keys[hole] = keys[j];
-                slots[hole] = slots[j];
-                keys[j] = EMPTY;
-                slots[j] = null;
-                hole = j;
-            }
-        }
+        slots[RowidSlots.remove(keys, i, moveSlot)] = null;
         if (f.older == null) {
             oldest = f.newer;
         } else {
@@ -105,7 +84,7 @@ final class InFlightTable implements Iterable<InFlight> {
     }
 
     void clear() {
-        Arrays.fill(keys, EMPTY);
+        Arrays.fill(keys, RowidSlots.EMPTY);
         Arrays.fill(slots, null);
         for (InFlight f = oldest; f != null; ) {
             InFlight next = f.newer;
@@ -141,47 +120,22 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** The longest run of occupied slots: what a lookup of an absent rowid and a removal may walk (for tests). */
     int longestCluster() {
-        int longest = 0;
-        int run = 0;
-        // twice round, so that a run across the end of the array is counted whole
-        for (int k = 0; k < 2 * slots.length; k++) {
-            run = keys[k & (keys.length - 1)] == EMPTY ? 0 : run + 1;
-            longest = Math.max(longest, Math.min(run, slots.length));
-        }
-        return longest;
+        return RowidSlots.longestCluster(keys);
     }
 
     private void place(InFlight f) {
         long rowid = f.rowid();
-        int mask = keys.length - 1;
-        int i = home(rowid, mask);
-        while (keys[i] != EMPTY) i = (i + 1) & mask;
+        int i = RowidSlots.freeSlot(keys, rowid);
         keys[i] = rowid;
         slots[i] = f;
     }
 
     private void grow() {
         InFlight[] old = slots;
-        keys = emptyKeys(old.length * 2);
+        keys = RowidSlots.empty(old.length * 2);
         slots = new InFlight[old.length * 2];
         for (InFlight f : old) {
             if (f != null) place(f);
         }
-    }
-
-    private static long[] emptyKeys(int n) {
-        long[] k = new long[n];
-        Arrays.fill(k, EMPTY);
-        return k;
-    }
-
-    /**
-     * Fibonacci hashing: the rowids in flight are mostly one run of consecutive numbers, and put in consecutive
-     * slots they made one cluster as long as the window, which every removal walked to its end (linear probing
-     * moves back what follows a hole up to the next empty slot). Spread, clusters stay a few slots long.
-     */
-    private static int home(long rowid, int mask) {
-        long h = rowid * 0x9E3779B97F4A7C15L;
-        return (int) (h ^ (h >>> 32)) & mask;
     }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
-import java.util.Arrays;
+import io.gatehouse.support.RowidSlots;
+
 import java.util.HashMap;
 import java.util.Map;
 
@@ -11,16 +12,16 @@ import java.util.Map;
  * gate's window; a {@code HashMap<Long, Long>} boxed two longs per message and its lookups and removals were 5 to
  * 6 % of the durable path's core loop.
  *
- * <p>Memory follows the marks held: the table doubles at half full and halves when under an eighth full, never
+ * <p>The keys are support's {@link RowidSlots} (C_QIOGATE's messages in flight use them too). Memory follows the marks held: the table doubles at half full and halves when under an eighth full, never
  * below {@link #MIN_CAPACITY}. Not thread safe: the queue's owner thread.
  */
 final class SoftMarks {
     static final int MIN_CAPACITY = 64;
-    /** A slot's rowid when it holds nothing: rowids are positive. */
-    private static final long EMPTY = Long.MIN_VALUE;
-    private long[] rowids = emptyRowids(MIN_CAPACITY);
+    private long[] rowids = RowidSlots.empty(MIN_CAPACITY);
     private long[] masks = new long[MIN_CAPACITY];
     private int size;
+    /** Moves a mask with its rowid when a removal closes the hole (a field: no object per removal). */
+    private final RowidSlots.Values moveMask = (from, to) -> masks[to] = masks[from];
 
     int size() {
         return size;
@@ -37,12 +38,8 @@ final class SoftMarks {
     /** The row's mask; 0 when it has none. */
     long get(long rowid) {
         if (size == 0) return 0;
-        int mask = rowids.length - 1;
-        for (int i = home(rowid, mask); ; i = (i + 1) & mask) {
-            long k = rowids[i];
-            if (k == rowid) return masks[i];
-            if (k == EMPTY) return 0;
-        }
+        int i = RowidSlots.find(rowids, rowid);
+        return i < 0 ? 0 : masks[i];
     }
 
     /** Sets the row's mask; 0 takes the row out. */
@@ -51,19 +48,13 @@ final class SoftMarks {
             remove(rowid);
             return;
         }
-        int mask = rowids.length - 1;
-        int i = home(rowid, mask);
-        for (long k; (k = rowids[i]) != EMPTY; i = (i + 1) & mask) {
-            if (k == rowid) {
-                masks[i] = value;
-                return;
-            }
-        }
-        if ((size + 1) * 2 > rowids.length) {
-            resize(rowids.length * 2);
-            put(rowid, value);
+        int i = RowidSlots.find(rowids, rowid);
+        if (i >= 0) {
+            masks[i] = value;
             return;
         }
+        if ((size + 1) * 2 > rowids.length) resize(rowids.length * 2);
+        i = RowidSlots.freeSlot(rowids, rowid);
         rowids[i] = rowid;
         masks[i] = value;
         size++;
@@ -72,31 +63,15 @@ final class SoftMarks {
     /** Takes the row's mark out, if it has one. */
     void remove(long rowid) {
         if (size == 0) return;
-        int mask = rowids.length - 1;
-        int i = home(rowid, mask);
-        while (rowids[i] != rowid) {
-            if (rowids[i] == EMPTY) return;
-            i = (i + 1) & mask;
-        }
-        // linear probing: the entries after the hole that may not stay past it move back into it
-        int hole = i;
-        for (int j = (i + 1) & mask; rowids[j] != EMPTY; j = (j + 1) & mask) {
-            int h = home(rowids[j], mask);
-            boolean stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
-            if (!stays) {
-                rowids[hole] = rowids[j];
-                masks[hole] = masks[j];
-                hole = j;
-            }
-        }
-        rowids[hole] = EMPTY;
-        masks[hole] = 0;
+        int i = RowidSlots.find(rowids, rowid);
+        if (i < 0) return;
+        masks[RowidSlots.remove(rowids, i, moveMask)] = 0;
         size--;
         if (rowids.length > MIN_CAPACITY && size * 8 < rowids.length) resize(rowids.length / 2);
     }
 
     void clear() {
-        rowids = emptyRowids(MIN_CAPACITY);
+        rowids = RowidSlots.empty(MIN_CAPACITY);
         masks = new long[MIN_CAPACITY];
         size = 0;
     }
@@ -108,7 +83,7 @@ final class SoftMarks {
     Map<Long, Long> toMap() {
         Map<Long, Long> m = new HashMap<>(Math.max(16, size * 2));
         for (int i = 0; i < rowids.length; i++) {
-            if (rowids[i] != EMPTY) m.put(rowids[i], masks[i]);
+            if (rowids[i] != RowidSlots.EMPTY) m.put(rowids[i], masks[i]);
         }
         return m;
     }
@@ -124,44 +99,19 @@ final class SoftMarks {
 
     /** The longest run of occupied slots: what a lookup of an absent rowid and a removal may walk (for tests). */
     int longestCluster() {
-        int longest = 0;
-        int run = 0;
-        // twice round, so that a run across the end of the array is counted whole
-        for (int k = 0; k < 2 * rowids.length; k++) {
-            run = rowids[k & (rowids.length - 1)] == EMPTY ? 0 : run + 1;
-            longest = Math.max(longest, Math.min(run, rowids.length));
-        }
-        return longest;
+        return RowidSlots.longestCluster(rowids);
     }
 
     private void resize(int capacity) {
         long[] oldRowids = rowids;
         long[] oldMasks = masks;
-        rowids = emptyRowids(capacity);
+        rowids = RowidSlots.empty(capacity);
         masks = new long[capacity];
-        int mask = capacity - 1;
         for (int j = 0; j < oldRowids.length; j++) {
-            long k = oldRowids[j];
-            if (k == EMPTY) continue;
-            int i = home(k, mask);
-            while (rowids[i] != EMPTY) i = (i + 1) & mask;
-            rowids[i] = k;
+            if (oldRowids[j] == RowidSlots.EMPTY) continue;
+            int i = RowidSlots.freeSlot(rowids, oldRowids[j]);
+            rowids[i] = oldRowids[j];
             masks[i] = oldMasks[j];
         }
-    }
-
-    private static long[] emptyRowids(int n) {
-        long[] k = new long[n];
-        Arrays.fill(k, EMPTY);
-        return k;
-    }
-
-    /**
-     * Fibonacci hashing: the marked rowids are mostly one run of consecutive numbers (the window), which in
-     * consecutive slots would make one cluster as long as the window for every removal to walk.
-     */
-    private static int home(long rowid, int mask) {
-        long h = rowid * 0x9E3779B97F4A7C15L;
-        return (int) (h ^ (h >>> 32)) & mask;
     }
 }
