@@ -147,13 +147,6 @@ public final class Relay implements GObjBehavior {
     private final Streak notJson = new Streak();
     /** The acks owed for messages sent by token ({@link Kw#DURABLE_TOKEN}) to an output that answers them. */
     private final PendingAcks pending = new PendingAcks();
-    /** The acks of {@link #acOnDurableTokens} taken in a chunk before they are sent (scratch). */
-    private static final int ACK_CHUNK = 32;
-    private final byte[][] chunkAcks = new byte[ACK_CHUNK][];
-    private final JsonNode[] chunkTemps = new JsonNode[ACK_CHUNK];
-    private final GObj[] chunkGates = new GObj[ACK_CHUNK];
-    /** The bytes read ahead of each chunk's sends, summed so that the reads are not left out by the compiler. */
-    private int acksTouched;
     /** {@link #sharedTemp}'s table: a channel, and the {@code __temp__} kept for its acks. */
     private final GObj[] tempChannels = new GObj[16];
     private final JsonNode[] tempNodes = new JsonNode[16];
@@ -281,52 +274,24 @@ public final class Relay implements GObjBehavior {
         if (tokens == null) return 0;
         int count = Math.min(tokens.length, Math.max(0, kw.path(Kw.COUNT).asInt(0)));
         int result = kw.path(Kw.RESULT).asInt(0) < 0 ? REFUSED_RESULT : 0;
-        // In chunks, two passes: the entries are taken first and each ack's array is read once (made a commit
-        // period ago, it is rarely in the cache: the reads of a chunk wait for memory together, not one by one
-        // deep inside each send), then the acks are sent.
-        int touched = 0;
-        for (int from = 0; from < count; from += ACK_CHUNK) {
-            int to = Math.min(count, from + ACK_CHUNK);
-            int n = 0;
-            for (int i = from; i < to; i++) {
-                if (!takeToken(tokens[i])) continue;
-                byte[] ack = pending.takenAck;
-                touched += ack[ack.length - 1 - MdTrq.ACK_ROOM];
-                chunkAcks[n] = ack;
-                chunkTemps[n] = pending.takenTemp;
-                chunkGates[n++] = pending.takenGate;
-            }
-            for (int k = 0; k < n; k++) {
-                answerUpstream(MdTrq.endAckInPlace(chunkAcks[k], result), null, chunkTemps[k], chunkGates[k], result);
-                chunkAcks[k] = null;
-                chunkTemps[k] = null;
-                chunkGates[k] = null;
-            }
-        }
-        acksTouched += touched;
+        for (int i = 0; i < count; i++) answerToken(tokens[i], result);
         pending.trim();
         gobj.setLong(PENDING_ACKS, pending.size());
         return 0;
     }
 
-    /** Takes the entry of {@code token} into {@link PendingAcks}'s taken fields; false (said once) when unknown. */
-    private boolean takeToken(long token) {
+    /** Answers the producer of {@code token}; a token this relay does not hold is said once per streak. */
+    private void answerToken(long token, int result) {
         if (!pending.take(token)) {
             if (unknownToken.hit()) {
                 Glog.warn(gobj, "Durable token not known here (told twice, or its ack was dropped): no ack sent"
                         + " (said once until a known one comes)", "token", token);
             }
-            return false;
+            return;
         }
         if (unknownToken.active()) Glog.info(gobj, "Durable tokens known again", "unknown", unknownToken.end());
-        return true;
-    }
-
-    private void answerToken(long token, int result) {
-        if (takeToken(token)) {
-            answerUpstream(MdTrq.endAckInPlace(pending.takenAck, result), null, pending.takenTemp,
-                    pending.takenGate, result);
-        }
+        answerUpstream(MdTrq.endAckInPlace(pending.takenAck, result), null, pending.takenTemp, pending.takenGate,
+                result);
     }
 
     /**
