@@ -63,6 +63,9 @@ public final class Revision {
         if (spec.manualStart()) b.manualStart();
         if (spec.playable()) b.playable();
         if (spec.confirmsDurability()) b.confirmsDurability();
+        if (spec.takesJsonRecords()) b.takesJsonRecords();
+        if (spec.answersDurableTokens()) b.answersDurableTokens();
+        if (spec.takesQueueRecords()) b.takesQueueRecords();
         if (spec.linkUp() != null) b.linkUp(spec.linkUp());
         return b.build();
     }

@@ -55,6 +55,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean confirmsDurability;
     private final boolean takesJsonRecords;
     private final boolean answersDurableTokens;
+    private final boolean takesQueueRecords;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -73,6 +74,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.confirmsDurability = b.confirmsDurability;
         this.takesJsonRecords = b.takesJsonRecords;
         this.answersDurableTokens = b.answersDurableTokens;
+        this.takesQueueRecords = b.takesQueueRecords;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -111,6 +113,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.confirmsDurability = other.confirmsDurability;
         this.takesJsonRecords = other.takesJsonRecords;
         this.answersDurableTokens = other.answersDurableTokens;
+        this.takesQueueRecords = other.takesQueueRecords;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -186,6 +189,15 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean answersDurableTokens() { return answersDurableTokens; }
 
     /**
+     * True when this gclass, below a queue, takes a queued message as its record's stored bytes and the handle of
+     * its {@link io.gatehouse.api.queue.QueueMessage} ({@link Kw#QUEUE_MESSAGE}) instead of the message's JSON with
+     * {@code __md_trq__} written into it (see {@link Builder#takesQueueRecords()}).
+     *
+     * @since 2.3
+     */
+    public boolean takesQueueRecords() { return takesQueueRecords; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -228,6 +240,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean confirmsDurability;
         private boolean takesJsonRecords;
         private boolean answersDurableTokens;
+        private boolean takesQueueRecords;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -324,6 +337,19 @@ public final class GClassSpec<B extends GObjBehavior> {
             this.confirmsDurability = true;
             return this;
         }
+
+        /**
+         * This gclass, below a queue's gate (C_QIOGATE), takes a queued message as a kw whose {@link Kw#GBUFFER}
+         * holds the record as stored (the compact JSON of an object, with no {@code __md_trq__}) and whose
+         * {@link Kw#QUEUE_MESSAGE} is the handle of its {@link io.gatehouse.api.queue.QueueMessage}: its rowid, t
+         * and generation are what {@code __md_trq__} would say. It answers as any bottom does, with an ack naming
+         * them, or with several answers at once ({@link Kw#QUEUE_ACKS}) for records it got so. The gate sends the JSON with {@code __md_trq__} to any other gclass, and for a record it cannot
+         * hand so; a receiver must take both forms, which keeps live upgrades of either side working in any order.
+         * The handle is valid during the send only: a receiver keeps its numbers, not the handle.
+         *
+         * @since 2.3
+         */
+        public Builder<B> takesQueueRecords() { this.takesQueueRecords = true; return this; }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

@@ -108,6 +108,25 @@ public final class Kw {
     public static final String JSON_RECORD = "__json_record__";
 
     /**
+     * On a queued message sent to a gclass that {@link GClassSpec#takesQueueRecords() takes queue records}: a
+     * reference to the message's {@link io.gatehouse.api.queue.QueueMessage}, beside a {@link #GBUFFER} holding the
+     * record as stored, without {@link #MD_TRQ}. Valid during the send only.
+     *
+     * @since 2.3
+     */
+    public static final String QUEUE_MESSAGE = "__queue_message__";
+
+    /**
+     * On an EV_ON_MESSAGE from a gclass that {@link GClassSpec#takesQueueRecords() takes queue records} to the
+     * queue's gate above it: a reference to a {@code long[]} of fours, {@code rowid, t, generation, result}, each
+     * the answer to one record as an ack naming those numbers would be, in one event instead of one ack each. Sent
+     * only for records that came with a {@link #QUEUE_MESSAGE}, so the gate that sent them reads it.
+     *
+     * @since 2.3
+     */
+    public static final String QUEUE_ACKS = "__queue_acks__";
+
+    /**
      * On the EV_RX_DATA (or message) that crossed a seeds/001 input threshold: true. Reading has stopped until the
      * consumer credits back with EV_RESUME_INPUT.
      */

@@ -19,9 +19,14 @@
  * {@code Kw.DURABLE_TOKEN}, {@code Kw.TOKENS} and {@code Kw.COUNT}, added: a durable output tells a sender every
  * message one commit made durable in one event, by the numbers the sender gave them, instead of one event and one
  * dict per message.
+ *
+ * <p>2.3.0 (minor): {@code GClassSpec.takesQueueRecords()}, {@code Kw.QUEUE_MESSAGE} and {@code Kw.QUEUE_ACKS},
+ * added: an output below a queue's gate (C_KAFKA) takes a queued message as its stored bytes and its queue handle,
+ * instead of the JSON with {@code __md_trq__} written into it and read back, and answers a burst of them by their
+ * numbers in one event.
  */
 @Export
-@Version("2.2.0")
+@Version("2.3.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -21,6 +21,7 @@ import io.gatehouse.api.St;
 import io.gatehouse.kafka.link.Connectivity;
 import io.gatehouse.kafka.link.KafkaLink;
 import io.gatehouse.kafka.link.SendResult;
+import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
@@ -188,7 +189,8 @@ public final class KafkaOut implements GObjBehavior {
     static final String EV_KAFKA_LINK = "EV_KAFKA_LINK";
     /**
      * From the producer callbacks of one burst, through the core loop: the queued records Kafka acked, as the
-     * store's md numbers ({@code acked}: a {@code long[][]} of rowid, t, generation). Sent by this gobj to itself.
+     * store's md numbers ({@code acked}: a {@code long[][]} of rowid, t, generation, and a 1 after them for a
+     * record handed as a queue record). Sent by this gobj to itself.
      */
     static final String EV_KAFKA_ACKED = "EV_KAFKA_ACKED";
 
@@ -235,6 +237,7 @@ public final class KafkaOut implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every record produced and its outcome")
             .traceLevel(TRACE_CONNECTIVITY, "Trace every connectivity report, changed or not")
             .confirmsDurability()
+            .takesQueueRecords()
             .linkUp(CONNECTED)
             .stateVersion(STATE_VERSION)
             .factory(KafkaOut::new)
@@ -522,8 +525,10 @@ public final class KafkaOut implements GObjBehavior {
     // --- Actions ---
 
     /**
-     * EV_SEND_MESSAGE: from C_QIOGATE, a gbuffer of compact JSON with {@code __md_trq__}; from a relay (direct
-     * mode), a JSON dict with {@link Kw#DURABLE}. Produced at once when Kafka is reachable; answered later, by
+     * EV_SEND_MESSAGE: from C_QIOGATE, the record as stored with its {@link Kw#QUEUE_MESSAGE} (this gclass
+     * {@link GClassSpec#takesQueueRecords() takes queue records}), or a gbuffer of compact JSON with
+     * {@code __md_trq__} (a record the queue could not hand so, or a revision of C_QIOGATE before api 2.3); from a
+     * relay (direct mode), a JSON dict with {@link Kw#DURABLE}. Produced at once when Kafka is reachable; answered later, by
      * {@link #acDelivery}.
      */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
@@ -531,7 +536,10 @@ public final class KafkaOut implements GObjBehavior {
         KafkaRecords.Outgoing out;
         JsonNode durable = null;
         try {
-            if (buf != null) {
+            QueueMessage queued = buf == null ? null : Kw.ref(kw, Kw.QUEUE_MESSAGE, QueueMessage.class);
+            if (queued != null) {
+                out = KafkaRecords.fromRecord(buf, queued, keyPath);
+            } else if (buf != null) {
                 out = KafkaRecords.fromQueue(buf, keyPath);
             } else {
                 durable = kw.remove(Kw.DURABLE);
@@ -648,8 +656,33 @@ public final class KafkaOut implements GObjBehavior {
         if (!gobj.isRunning()) return 0;   // the queue above is closed and reloads what is pending at its start
         gobj.add(RECORDS_ACKED, acked.length);
         takesRecordsAgain();
-        for (long[] a : acked) answerQueue(a[0], a[1], a[2], 0);
+        answerQueue(acked);
         return 0;
+    }
+
+    /**
+     * The acks of a burst: those of records the queue handed as queue records in one {@link Kw#QUEUE_ACKS} (the
+     * gate that handed them reads it), any other one as the JSON ack a peer would send.
+     */
+    private void answerQueue(long[][] acked) {
+        int byNumbers = 0;
+        for (long[] a : acked) {
+            if (KafkaRecords.cameAsRecord(a)) byNumbers++;
+            else answerQueue(a[0], a[1], a[2], 0);
+        }
+        if (byNumbers == 0) return;
+        long[] answers = new long[4 * byNumbers];
+        int i = 0;
+        for (long[] a : acked) {
+            if (!KafkaRecords.cameAsRecord(a)) continue;
+            answers[i] = a[0];
+            answers[i + 1] = a[1];
+            answers[i + 2] = a[2];
+            i += 4;   // result 0
+        }
+        ObjectNode kw = Kw.create();
+        Kw.putRef(kw, Kw.QUEUE_ACKS, answers);
+        gobj.publish(Ev.EV_ON_MESSAGE, kw);
     }
 
     /** A record acked: the streaks of failures and refusals end, said once. */

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.netty.buffer.ByteBuf;
 
@@ -28,7 +29,10 @@ final class KafkaRecords {
     static final class Outgoing {
         final byte[] value;
         final byte[] key;
-        /** rowid, t, generation of the store's md; null when the md had another shape or there is none. */
+        /**
+         * rowid, t, generation of the store's md, and a fourth number, 1, when the record came as a queue record
+         * ({@link #cameAsRecord}); null when the md had another shape or there is none.
+         */
         final long[] store;
         private ObjectNode md;
 
@@ -105,6 +109,33 @@ final class KafkaRecords {
         JsonNode md = msg.remove(Kw.MD_TRQ);
         return new Outgoing(Kw.MAPPER.writeValueAsBytes(msg), keyText(msg, keyPath),
                 md instanceof ObjectNode ? (ObjectNode) md : null);
+    }
+
+    /**
+     * A record as C_QIOGATE hands it to a gclass that takes queue records: the bytes as stored (the message without
+     * {@code __md_trq__}) are the value as they are, and the queue message's numbers the md, so nothing is written
+     * to be read back. The array is taken without a copy when the buffer is exactly it (the queue wraps a fresh
+     * one).
+     */
+    static Outgoing fromRecord(ByteBuf buf, QueueMessage msg, String[] keyPath) throws IOException {
+        byte[] value;
+        int n = buf.readableBytes();
+        if (buf.hasArray() && buf.arrayOffset() == 0 && buf.readerIndex() == 0 && buf.array().length == n) {
+            value = buf.array();
+        } else {
+            value = new byte[n];
+            buf.getBytes(buf.readerIndex(), value);
+        }
+        if (n < 2 || value[0] != '{' || value[n - 1] != '}') throw new IOException("not a JSON object");
+        return new Outgoing(value, keyOf(value, keyPath), new long[] {msg.rowid(), msg.t(), msg.generation(), 1});
+    }
+
+    /**
+     * Whether the store numbers {@code store} are of a record handed as a queue record ({@link #fromRecord}: a
+     * fourth number, 1), which the gate may then be answered for in a {@code Kw.QUEUE_ACKS}.
+     */
+    static boolean cameAsRecord(long[] store) {
+        return store.length > 3 && store[3] == 1;
     }
 
     /** A message as a relay sends it to a durable output: a dict; metadata keys and references stay out. */

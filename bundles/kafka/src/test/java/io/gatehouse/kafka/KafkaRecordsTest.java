@@ -37,6 +37,43 @@ class KafkaRecordsTest {
         b.release();
     }
 
+    /** A queue's handle, as C_QIOGATE hands one with the record's bytes. */
+    static io.gatehouse.api.queue.QueueMessage handle(long rowid, long t, long gen) {
+        return new io.gatehouse.api.queue.QueueMessage() {
+            @Override public long rowid() { return rowid; }
+            @Override public long generation() { return gen; }
+            @Override public long t() { return t; }
+            @Override public long tm() { return 0; }
+            @Override public int userFlag() { return 0; }
+            @Override public long softMark() { return 0; }
+        };
+    }
+
+    @Test
+    void shouldMakeOfARecordAndItsHandleWhatItMakesOfTheJsonWithTheMd() throws Exception {
+        String[] records = {"{}", "{\"id\":\"dev-0042\",\"v\":{\"a\":[1,2]}}", "{\"v\":1,\"id\":77}",
+                "{\"s\":\"\\\"__md_trq__\\\":{\",\"id\":\"q\"}"};
+        for (String r : records) {
+            String json = (r.length() > 2 ? r.substring(0, r.length() - 1) + "," : "{")
+                    + "\"__md_trq__\":{\"__msg_rowid__\":17,\"__msg_t__\":1764428000,\"__msg_gen__\":2}}";
+            KafkaRecords.Outgoing fromJson = KafkaRecords.fromQueue(buf(json), new String[] {"id"});
+            byte[] bytes = r.getBytes(StandardCharsets.UTF_8);
+            ByteBuf exact = Unpooled.wrappedBuffer(bytes);
+            KafkaRecords.Outgoing fromRecord = KafkaRecords.fromRecord(exact, handle(17, 1764428000, 2),
+                    new String[] {"id"});
+            assertEquals(text(fromJson.value), text(fromRecord.value), r);
+            assertEquals(text(fromJson.key), text(fromRecord.key), r);
+            assertEquals(fromJson.md(), fromRecord.md(), r);
+            org.junit.jupiter.api.Assertions.assertSame(bytes, fromRecord.value, "the queue's array, not a copy");
+            // a buffer that is not exactly its array is copied
+            ByteBuf sliced = Unpooled.copiedBuffer("xx" + r, StandardCharsets.UTF_8).skipBytes(2);
+            assertEquals(r, text(KafkaRecords.fromRecord(sliced, handle(17, 1764428000, 2), null).value));
+            sliced.release();
+        }
+        assertThrows(java.io.IOException.class,
+                () -> KafkaRecords.fromRecord(buf("[1]"), handle(1, 1, 1), new String[] {"id"}));
+    }
+
     @Test
     void shouldFindTheStoresMdAfterBracesAndLookAlikesInTheMessage() throws Exception {
         String store = "{\"__msg_rowid__\":9,\"__msg_t__\":1,\"__msg_gen__\":1}";

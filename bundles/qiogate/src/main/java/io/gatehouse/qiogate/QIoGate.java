@@ -28,6 +28,7 @@ import io.gatehouse.support.Glog;
 import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.buffer.ByteBufUtil;
 
 import java.io.IOException;
@@ -582,6 +583,8 @@ public final class QIoGate implements GObjBehavior {
             Kw.release(kw);
             return -1;
         }
+        long[] answers = Kw.ref(kw, Kw.QUEUE_ACKS, long[].class);
+        if (answers != null) return processAnswers(answers);
         ObjectNode ack = kw;
         ByteBuf buf = Kw.takeGbuffer(kw);
         if (buf != null) {
@@ -609,6 +612,36 @@ public final class QIoGate implements GObjBehavior {
         int r = processAck(ack);
         sendBatch();
         return r;
+    }
+
+    /**
+     * {@link Kw#QUEUE_ACKS} from a bottom that takes queue records: the answers of a burst of records, each taken as
+     * the ack naming its numbers, then one pass to send what the window has room for.
+     */
+    private int processAnswers(long[] answers) {
+        if (answers.length % 4 != 0) {
+            gobj.inc(IGNORED_ACKS);
+            if (badAck.hit()) {
+                Glog.error(gobj, "Bad answers: not rowid, t, generation and result fours, ignored (said once until "
+                        + "a valid ack comes)", "length", answers.length);
+            }
+            return -1;
+        }
+        if (trq == null) {
+            Glog.warn(gobj, "Acks ignored: queue not open", "count", answers.length / 4);
+            return -1;
+        }
+        for (int i = 0; i < answers.length && trq != null; i += 4) {
+            long rowid = answers[i];
+            if (rowid <= 0) {
+                gobj.inc(IGNORED_ACKS);
+                if (badAck.hit()) Glog.error(gobj, "Answer without a rowid, ignored", "rowid", rowid);
+                continue;
+            }
+            processAck(null, rowid, true, answers[i + 1], true, answers[i + 2], true, (int) answers[i + 3]);
+        }
+        sendBatch();
+        return 0;
     }
 
     /** EV_ON_OPEN from the bottom: send from the oldest message, up to the window. */
@@ -1110,6 +1143,16 @@ public final class QIoGate implements GObjBehavior {
      * record cannot be read (it stays pending on disk and is skipped until the next load).
      */
     private boolean transmit(InFlight f) {
+        GObj to = bottom();
+        if (to.gclass().takesQueueRecords()) {
+            byte[] record = trq.recordBytes(f.msg);
+            if (record != null) {
+                ObjectNode kw = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
+                Kw.putRef(kw, Kw.QUEUE_MESSAGE, f.msg);
+                sendDown(to, f, kw, record.length);
+                return true;
+            }
+        }
         ByteBuf buf = lastWireBytes <= SMALL_WIRE_BYTES ? Gbuffers.allocateHeap(Math.max(256, lastWireBytes))
                 : Gbuffers.allocate(ByteBufAllocator.DEFAULT, lastWireBytes);
         String cause = null;
@@ -1126,15 +1169,22 @@ public final class QIoGate implements GObjBehavior {
             }
             return false;
         }
-        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
         lastWireBytes = buf.readableBytes();
-        window.sent(f, lastWireBytes, now(), timeoutAckMs());
+        sendDown(to, f, Kw.withGbuffer(buf), lastWireBytes);
+        return true;
+    }
+
+    /** Sends a message read from the queue to the bottom {@code to}; it is in flight from now. */
+    private void sendDown(GObj to, InFlight f, ObjectNode kw, int wireBytes) {
+        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
+        window.sent(f, wireBytes, now(), timeoutAckMs());
         if (gobj.isTraced(TRACE_MESSAGES)) {
+            ByteBuf buf = Kw.ref(kw, Kw.GBUFFER, ByteBuf.class);
             Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries,
                     "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
                             StandardCharsets.UTF_8)));
         }
-        if (bottom().send(Ev.EV_SEND_MESSAGE, Kw.withGbuffer(buf), gobj) < 0) {
+        if (to.send(Ev.EV_SEND_MESSAGE, kw, gobj) < 0) {
             // No channel, output over its limit...: it stays in flight and the ack timeout sends it again.
             if (bottomRefused.hit()) {
                 Glog.warn(gobj, "Bottom refused the message: it is sent again after timeout_ack "
@@ -1143,7 +1193,6 @@ public final class QIoGate implements GObjBehavior {
         } else if (bottomRefused.active()) {
             Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());
         }
-        return true;
     }
 
     private void drainDurable(TrQueue q) {

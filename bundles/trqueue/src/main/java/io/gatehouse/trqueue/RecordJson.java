@@ -259,9 +259,7 @@ final class RecordJson {
      * written, when the bytes cannot be copied so (absent, not an object, or holding the key already).
      */
     static boolean write(byte[] p, QueueMessageImpl m, ByteBuf out) {
-        if (p == null || p.length < 2 || p[0] != '{' || p[p.length - 1] != '}' || indexOf(p, MD_KEY) >= 0) {
-            return false;
-        }
+        if (!copiesAsStored(p)) return false;
         out.writeBytes(p, 0, p.length - 1);
         if (p.length > 2) out.writeByte(',');
         // Bytes and digits written straight: a string built per message cost more than the rest of this method.
@@ -282,15 +280,35 @@ final class RecordJson {
     private static final byte[] MD_GEN_FIELD = (",\"" + MSG_GEN + "\":").getBytes(StandardCharsets.US_ASCII);
 
 
-    private static int indexOf(byte[] a, byte[] key) {
-        outer:
-        for (int i = 0; i <= a.length - key.length; i++) {
-            for (int j = 0; j < key.length; j++) {
-                if (a[i + j] != key[j]) continue outer;
-            }
-            return i;
+    /**
+     * Whether the stored record {@code p} is the message as {@link #parse} reads it less {@code __md_trq__}: an
+     * object (written by {@link #encode}, checked by its CRC) that does not hold the key anywhere.
+     */
+    static boolean copiesAsStored(byte[] p) {
+        return p != null && p.length >= 2 && p[0] == '{' && p[p.length - 1] == '}' && indexOfMdKey(p) < 0;
+    }
+
+    /**
+     * Where {@link #MD_KEY} starts in {@code a}, or -1. Horspool's skip over the record: every message sent is
+     * searched once, and the byte-by-byte search was a fortieth of a Kafka edge's core loop.
+     */
+    static int indexOfMdKey(byte[] a) {
+        byte[] key = MD_KEY;
+        int last = key.length - 1;
+        for (int i = 0; i <= a.length - key.length; i += MD_KEY_SKIP[a[i + last] & 0xff]) {
+            int j = last;
+            while (j >= 0 && a[i + j] == key[j]) j--;
+            if (j < 0) return i;
         }
         return -1;
+    }
+
+    /** How far {@link #indexOfMdKey} moves when the byte under the key's last one is {@code b}. */
+    private static final int[] MD_KEY_SKIP = new int[256];
+
+    static {
+        java.util.Arrays.fill(MD_KEY_SKIP, MD_KEY.length);
+        for (int j = 0; j < MD_KEY.length - 1; j++) MD_KEY_SKIP[MD_KEY[j] & 0xff] = MD_KEY.length - 1 - j;
     }
 
     /** {@link TrQueue#msgMetadata}: the message's fields, and the record's from its segment {@code s} when known. */

@@ -595,6 +595,14 @@ final class TrQueueImpl implements TrQueue {
         return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
     }
 
+    @Override
+    public byte[] recordBytes(QueueMessage msg) {
+        QueueMessageImpl m = ofThisQueue(msg);
+        if (m == null || topic() == null || m.generation != generation) return null;
+        byte[] p = storedPayload(m);
+        return RecordJson.copiesAsStored(p) ? p : null;
+    }
+
     /**
      * The stored JSON bytes of a message of the current topic and generation; null when its row is a gap or its
      * page faulted (logged).

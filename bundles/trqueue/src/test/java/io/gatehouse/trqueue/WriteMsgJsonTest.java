@@ -58,6 +58,33 @@ class WriteMsgJsonTest {
     }
 
     @Test
+    void shouldHandTheRecordAsStoredWhenItIsTheMessageWithoutItsMetadata() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        List<String> handed = List.of("{}", "{\"id\":\"a-1\",\"tm\":17}",
+                "{\"u\":\"\\u00e9t\\u00e9 \\\"q\\\"\",\"n\":[1,{\"x\":null}]}");
+        for (String m : handed) {
+            QueueMessage qm = q.append(0, Kw.parse(m), 0);
+            byte[] record = q.recordBytes(qm);
+            assertNotNull(record, m);
+            // the record plus the numbers of the handle is what writeMsgJson writes
+            ObjectNode rebuilt = Kw.parse(new String(record, StandardCharsets.UTF_8));
+            rebuilt.putObject(TrQueue.MD_TRQ).put(TrQueue.MSG_ROWID, qm.rowid()).put(TrQueue.MSG_T, qm.t())
+                    .put(TrQueue.MSG_GEN, qm.generation());
+            ByteBuf written = Unpooled.buffer();
+            try {
+                assertTrue(q.writeMsgJson(qm, written));
+                assertEquals(written.toString(StandardCharsets.UTF_8), Kw.toJson(rebuilt), m);
+            } finally {
+                written.release();
+            }
+            assertNotSame(record, q.recordBytes(qm), "a new array per call: the caller owns it");
+        }
+        QueueMessage holdsTheKey = q.append(0, Kw.parse("{\"inner\":{\"__md_trq__\":{\"x\":1}}}"), 0);
+        assertNull(q.recordBytes(holdsTheKey), "a record holding the key goes through writeMsgJson");
+        assertNull(q.recordBytes(new QueueMessageImpl(null, 0, 1, 0, 0)), "another queue's message");
+    }
+
+    @Test
     void shouldWriteNothingWhenTheMessageIsNotTheQueues() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
         QueueMessage qm = q.append(0, Kw.parse("{\"a\":1}"), 0);
@@ -70,5 +97,33 @@ class WriteMsgJsonTest {
         } finally {
             out.release();
         }
+    }
+
+    @Test
+    void shouldFindTheMetadataKeyWhereANaiveSearchFindsIt() {
+        java.util.Random random = new java.util.Random(17);
+        byte[] key = ("\"" + TrQueue.MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
+        byte[] alphabet = "\"_mdtrq_{}:,x".getBytes(StandardCharsets.US_ASCII);
+        for (int round = 0; round < 20_000; round++) {
+            byte[] a = new byte[random.nextInt(60)];
+            for (int i = 0; i < a.length; i++) a[i] = alphabet[random.nextInt(alphabet.length)];
+            if (a.length >= key.length && random.nextInt(3) == 0) {
+                System.arraycopy(key, 0, a, random.nextInt(a.length - key.length + 1), key.length);
+            }
+            assertEquals(naiveIndexOf(a, key), RecordJson.indexOfMdKey(a), new String(a, StandardCharsets.US_ASCII));
+        }
+        assertEquals(-1, RecordJson.indexOfMdKey(new byte[0]));
+        assertEquals(0, RecordJson.indexOfMdKey(key));
+    }
+
+    private static int naiveIndexOf(byte[] a, byte[] key) {
+        outer:
+        for (int i = 0; i <= a.length - key.length; i++) {
+            for (int j = 0; j < key.length; j++) {
+                if (a[i + j] != key[j]) continue outer;
+            }
+            return i;
+        }
+        return -1;
     }
 }

@@ -149,6 +149,19 @@ public interface TrQueue extends AutoCloseable {
         return true;
     }
 
+    /**
+     * The message's record as stored: a new array (the caller's) holding the compact JSON of an object, without
+     * {@code __md_trq__}, so that {@link #msgJson} is that object with {@code __md_trq__} added. Null when the
+     * record cannot be handed so (unreadable, of another generation, or holding the key itself): the caller then
+     * uses {@link #writeMsgJson}. An output that reads the record's bytes and the numbers of the
+     * {@link QueueMessage} gets what {@link #writeMsgJson} would have written, without writing and reading it.
+     *
+     * @since 1.5
+     */
+    default byte[] recordBytes(QueueMessage msg) {
+        return null;
+    }
+
     /** A new object with the record's metadata: rowid, generation, t, tm, user_flag, system_flag, segment, offset, size. */
     ObjectNode msgMetadata(QueueMessage msg);
 

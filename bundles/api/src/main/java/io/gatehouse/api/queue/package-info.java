@@ -14,9 +14,12 @@
  *
  * <p>1.4.0 (minor): {@code TrQueueOptions.fsyncMaxRecords} (a group commit that starts early once that many records
  * wait for it): a trqueue built against 1.3 does not read it and commits on its period only.
+ *
+ * <p>1.5.0 (minor): {@code TrQueue.recordBytes}, a default method (a message's record as stored, for an output that
+ * takes it so): the default, null, sends the caller to {@code writeMsgJson}, as for a trqueue built against 1.4.
  */
 @Export
-@Version("1.4.0")
+@Version("1.5.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
