@@ -45,6 +45,19 @@ public final class Revision {
     /** {@code spec}'s tables with {@code stateVersion} and {@code factory}. */
     public static <B extends GObjBehavior> GClassSpec<B> of(GClassSpec<B> spec, int stateVersion,
                                                              Function<GObj, B> factory) {
+        return of(spec, stateVersion, factory, true);
+    }
+
+    /**
+     * {@code spec} as a revision built before durable tokens (api 2.2) would declare it: the same tables, durability
+     * confirmed by dict only, and no later capability.
+     */
+    public static <B extends GObjBehavior> GClassSpec<B> withoutDurableTokens(GClassSpec<B> spec) {
+        return of(spec, spec.stateVersion(), spec.factory(), false);
+    }
+
+    private static <B extends GObjBehavior> GClassSpec<B> of(GClassSpec<B> spec, int stateVersion,
+                                                              Function<GObj, B> factory, boolean laterFlags) {
         @SuppressWarnings("unchecked")
         Class<B> type = (Class<B>) GObjBehavior.class;
         GClassSpec.Builder<B> b = GClassSpec.builder(spec.name(), type)
@@ -64,8 +77,8 @@ public final class Revision {
         if (spec.playable()) b.playable();
         if (spec.confirmsDurability()) b.confirmsDurability();
         if (spec.takesJsonRecords()) b.takesJsonRecords();
-        if (spec.answersDurableTokens()) b.answersDurableTokens();
-        if (spec.takesQueueRecords()) b.takesQueueRecords();
+        if (laterFlags && spec.answersDurableTokens()) b.answersDurableTokens();
+        if (laterFlags && spec.takesQueueRecords()) b.takesQueueRecords();
         if (spec.linkUp() != null) b.linkUp(spec.linkUp());
         return b.build();
     }

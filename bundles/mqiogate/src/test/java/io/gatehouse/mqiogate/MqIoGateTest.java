@@ -376,7 +376,7 @@ class MqIoGateTest {
     /** The same tables, declaring durability by dict only (what a revision from before tokens declares). */
     private static <B extends io.gatehouse.api.GObjBehavior> io.gatehouse.api.GClassSpec<B> withoutTokens(
             io.gatehouse.api.GClassSpec<B> spec) {
-        return io.gatehouse.testkit.Revision.of(spec, spec.stateVersion(), spec.factory());
+        return io.gatehouse.testkit.Revision.withoutDurableTokens(spec);
     }
 
     private GObj tokenSender() {
