@@ -117,6 +117,41 @@ class InFlightWindowTest {
     }
 
     @Test
+    void shouldSkipWhatIsInFlightAboveAndBelowTheFrontierWhateverOrderTheAcksCameIn() {
+        append(8);
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L), List.of(window.takeNext().rowid(), window.takeNext().rowid(),
+                window.takeNext().rowid(), window.takeNext().rowid(), window.takeNext().rowid()));
+        ack(5);   // the highest taken acked first: 1 to 4 still in flight
+        ack(2);
+        window.rewind();
+        assertEquals(List.of(6L, 7L, 8L), takeAll(), "1, 3 and 4 in flight, 2 and 5 gone");
+        for (long r : new long[] {1, 3, 4, 6, 7, 8}) ack(r);
+        assertTrue(window.isEmpty());
+        append(2);
+        window.rewind();
+        assertEquals(List.of(9L, 10L), takeAll(), "an emptied window walks fresh rows as before");
+    }
+
+    @Test
+    void shouldSkipTheUnreadableMarksOfTheQueueARestoredWindowTakesOver() {
+        append(4);
+        InFlight first = window.takeNext();
+        window.unreadable(window.takeNext());
+        com.fasterxml.jackson.databind.node.ObjectNode json = Kw.create();
+        Object[] arrays = window.exportCompact(json);
+        for (InFlightWindow w : new InFlightWindow[] {InFlightWindow.restoreCompact(queue, json, arrays, true, true),
+                InFlightWindow.restore(queue, window.exportState())}) {
+            w.rewind();
+            List<Long> taken = new ArrayList<>();
+            for (InFlight f = w.takeNext(); f != null; f = w.takeNext()) taken.add(f.rowid());
+            assertEquals(List.of(3L, 4L), taken, "1 in flight, 2 unreadable: marked by the revision before");
+            for (long r : taken) w.drop(r);
+            assertEquals(1, w.size());
+        }
+        assertEquals(1, first.rowid());
+    }
+
+    @Test
     void shouldStartAgainFromTheOldestAndSkipUnreadableMessagesAfterAClear() {
         append(3);
         window.takeNext();
