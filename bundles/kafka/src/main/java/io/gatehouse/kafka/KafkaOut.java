@@ -272,15 +272,6 @@ public final class KafkaOut implements GObjBehavior {
         }
     }
 
-    /** A record handed to the producer, waiting for its callback. */
-    private static final class InFlight {
-        final long sentAtMs;
-
-        InFlight(long sentAtMs) {
-            this.sentAtMs = sentAtMs;
-        }
-    }
-
     private final GObj gobj;
     private KafkaLink link;
     /**
@@ -294,7 +285,7 @@ public final class KafkaOut implements GObjBehavior {
      */
     private java.util.ArrayList<long[]> ackBurst;
     /** Queued records in the producer, in send order (the first is the oldest). Bounded by max_in_flight. */
-    private final LinkedHashMap<RecordKey, InFlight> inflight = new LinkedHashMap<>();
+    private final InFlightRecords inflight = new InFlightRecords();
     /** Records nacked and not sent again yet: the next send of one is a retry. Bounded like inflight. */
     private final Set<RecordKey> nacked = new HashSet<>();
     /**
@@ -420,9 +411,7 @@ public final class KafkaOut implements GObjBehavior {
         s.put("dead_letter_streak", deadLetterStreak);
         s.put("producer_seq", producerSeq);
         ArrayNode in = s.putArray("in_flight");
-        for (Map.Entry<RecordKey, InFlight> e : inflight.entrySet()) {
-            in.addArray().add(e.getKey().generation()).add(e.getKey().rowid()).add(e.getValue().sentAtMs);
-        }
+        for (long[] e : inflight.inSendOrder()) in.addArray().add(e[0]).add(e[1]).add(e[2]);
         ArrayNode nk = s.putArray("nacked");
         for (RecordKey k : nacked) nk.addArray().add(k.generation()).add(k.rowid());
         s.put("fail_streak", failStreak);
@@ -442,7 +431,7 @@ public final class KafkaOut implements GObjBehavior {
         onCreate();
         producerSeq = state.path("producer_seq").asLong();
         for (JsonNode e : state.path("in_flight")) {
-            inflight.put(new RecordKey(e.get(0).asLong(), e.get(1).asLong()), new InFlight(e.get(2).asLong()));
+            inflight.put(e.get(0).asLong(), e.get(1).asLong(), e.get(2).asLong());
         }
         for (JsonNode e : state.path("nacked")) nacked.add(new RecordKey(e.get(0).asLong(), e.get(1).asLong()));
         for (JsonNode e : state.path("refused_for_good")) {
@@ -511,11 +500,9 @@ public final class KafkaOut implements GObjBehavior {
         ArrayNode arr = d.putArray("oldest_in_flight");
         long limit = Kw.getLong(kw, "limit", 10);
         long now = now();
-        Iterator<Map.Entry<RecordKey, InFlight>> it = inflight.entrySet().iterator();
-        for (int i = 0; i < limit && it.hasNext(); i++) {
-            Map.Entry<RecordKey, InFlight> e = it.next();
-            arr.addObject().put("generation", e.getKey().generation()).put("rowid", e.getKey().rowid())
-                    .put("age_ms", now - e.getValue().sentAtMs);
+        long[][] oldest = inflight.inSendOrder();
+        for (int i = 0; i < limit && i < oldest.length; i++) {
+            arr.addObject().put("generation", oldest[i][0]).put("rowid", oldest[i][1]).put("age_ms", now - oldest[i][2]);
         }
         ObjectNode m = d.putObject("producer_metrics");
         if (link != null && !link.isClosed()) link.producerMetrics(PRODUCER_METRICS).forEach(m::put);
@@ -576,7 +563,7 @@ public final class KafkaOut implements GObjBehavior {
             if (md != null && gobj.isRunning()) answerQueue(md, 0);
             return 0;
         }
-        if (key != null && !stale) inflight.remove(key);
+        if (key != null && !stale) inflight.remove(key.generation(), key.rowid());
         if (gobj.isTraced(TRACE_MESSAGES)) {
             Glog.info(gobj, "record " + (ok ? "acked" : "failed"), "record", key == null ? "direct" : key.toString(),
                     "partition", kw.path("partition").asInt(), "offset", kw.path("offset").asLong(),
@@ -651,7 +638,7 @@ public final class KafkaOut implements GObjBehavior {
         long[][] acked = Kw.ref(kw, "acked", long[][].class);
         if (acked == null || acked.length == 0) return 0;
         if (kw.path("producer").asLong() == producerSeq) {
-            for (long[] a : acked) inflight.remove(new RecordKey(a[2], a[0]));
+            for (long[] a : acked) inflight.remove(a[2], a[0]);
         }
         if (!gobj.isRunning()) return 0;   // the queue above is closed and reloads what is pending at its start
         gobj.add(RECORDS_ACKED, acked.length);
@@ -742,7 +729,7 @@ public final class KafkaOut implements GObjBehavior {
             Glog.error(gobj, "Message without __md_trq__.__msg_rowid__, not produced");
             return -1;
         }
-        if (inflight.containsKey(key)) {
+        if (inflight.contains(key.generation(), key.rowid())) {
             // Sent again by the queue (its ack timeout, or a reopen) while the producer still holds it: the first
             // send's callback answers for both, and Kafka gets it once.
             gobj.inc(RESENDS_ABSORBED);
@@ -761,7 +748,7 @@ public final class KafkaOut implements GObjBehavior {
             return 0;
         }
         if (!nacked.isEmpty() && nacked.remove(key)) gobj.inc(RECORDS_RETRIED);
-        inflight.put(key, new InFlight(now()));
+        inflight.put(key.generation(), key.rowid(), now());
         gobj.inc(RECORDS_SENT);
         return 0;
     }
@@ -1202,8 +1189,8 @@ public final class KafkaOut implements GObjBehavior {
                 : l.producerMetrics(List.of("record-send-rate", "request-latency-avg"));
         gobj.set(KAFKA_RECORD_SEND_RATE, finite(pm.get("record-send-rate")));
         gobj.set(KAFKA_REQUEST_LATENCY_AVG, finite(pm.get("request-latency-avg")));
-        Iterator<InFlight> it = inflight.values().iterator();
-        gobj.setLong(OLDEST_IN_FLIGHT_MS, it.hasNext() ? Math.max(0, now() - it.next().sentAtMs) : 0);
+        long oldest = inflight.oldestSentAtMs();
+        gobj.setLong(OLDEST_IN_FLIGHT_MS, oldest < 0 ? 0 : Math.max(0, now() - oldest));
     }
 
     /** Kafka answers NaN for a metric with no sample yet. */
