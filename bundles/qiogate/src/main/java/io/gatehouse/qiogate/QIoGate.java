@@ -1102,10 +1102,13 @@ public final class QIoGate implements GObjBehavior {
             return;
         }
         if (noBottom.active()) Glog.info(gobj, "Bottom found: queued messages are sent", "tries", noBottom.end());
+        // one clock read and one timeout for the pass: a send takes microseconds, an ack timeout is seconds
+        long now = now();
+        long timeoutAckMs = timeoutAckMs();
         while (opened() && !window.isFull(gobj.readLong(MAX_PENDING_ACKS), gobj.readLong(MAX_PENDING_BYTES))) {
             InFlight f = window.takeNext();
             if (f == null) return;
-            if (!transmit(f)) window.unreadable(f);
+            if (!transmit(f, now, timeoutAckMs)) window.unreadable(f);
         }
     }
 
@@ -1125,7 +1128,7 @@ public final class QIoGate implements GObjBehavior {
                 Glog.info(gobj, timedOut ? "ack timeout: sending again" : "nacked: sending again",
                         "rowid", f.rowid(), "retries", f.retries);
             }
-            if (!transmit(f)) window.unreadable(f);
+            if (!transmit(f, now, timeoutAckMs())) window.unreadable(f);
         }
     }
 
@@ -1142,14 +1145,14 @@ public final class QIoGate implements GObjBehavior {
      * Reads the record and sends it down as compact JSON with its {@code __md_trq__}. Answers false when the
      * record cannot be read (it stays pending on disk and is skipped until the next load).
      */
-    private boolean transmit(InFlight f) {
+    private boolean transmit(InFlight f, long now, long timeoutAckMs) {
         GObj to = bottom();
         if (to.gclass().takesQueueRecords()) {
             byte[] record = trq.recordBytes(f.msg);
             if (record != null) {
                 ObjectNode kw = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
                 Kw.putRef(kw, Kw.QUEUE_MESSAGE, f.msg);
-                sendDown(to, f, kw, record.length);
+                sendDown(to, f, kw, record.length, now, timeoutAckMs);
                 return true;
             }
         }
@@ -1170,14 +1173,14 @@ public final class QIoGate implements GObjBehavior {
             return false;
         }
         lastWireBytes = buf.readableBytes();
-        sendDown(to, f, Kw.withGbuffer(buf), lastWireBytes);
+        sendDown(to, f, Kw.withGbuffer(buf), lastWireBytes, now, timeoutAckMs);
         return true;
     }
 
     /** Sends a message read from the queue to the bottom {@code to}; it is in flight from now. */
-    private void sendDown(GObj to, InFlight f, ObjectNode kw, int wireBytes) {
+    private void sendDown(GObj to, InFlight f, ObjectNode kw, int wireBytes, long now, long timeoutAckMs) {
         if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
-        window.sent(f, wireBytes, now(), timeoutAckMs());
+        window.sent(f, wireBytes, now, timeoutAckMs);
         if (gobj.isTraced(TRACE_MESSAGES)) {
             ByteBuf buf = Kw.ref(kw, Kw.GBUFFER, ByteBuf.class);
             Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries,
