@@ -2,15 +2,23 @@
 package io.gatehouse.kafka;
 
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The queued records C_KAFKA has handed to the producer, by queue generation and rowid, with the time each was
- * sent: open addressing over the two numbers in primitive arrays. A {@code LinkedHashMap<RecordKey, InFlight>} made a
- * key, an entry and a value per record, and its lookups were about 4 % of the Kafka edge's core loop.
+ * sent, in primitive arrays. A {@code LinkedHashMap<RecordKey, InFlight>} made a key, an entry and a value per
+ * record, and its lookups were about 4 % of the Kafka edge's core loop.
+ *
+ * <p>The records in flight are mostly one run of consecutive rowids of one generation (the queue's window), so each
+ * has its own slot of a ring, {@code rowid & mask}, with at least twice the slots of the records held: a lookup
+ * reads one slot, and the run's slots are neighbours in memory (hashed over the table, each lookup was a random line
+ * of memory). A record whose slot is taken (another generation's same rowid after a queue backup, or a straggler a
+ * whole ring of rowids older) goes to a map beside the ring, which holds those only.
  *
  * <p>Lookups by key are what a record costs (a send asks whether it is a resend, an ack takes it out); what needs
  * the send order (the oldest age for the gauge, the lists of the state and of a command) scans the table, at most
- * once a gauge period. The table holds at most twice the records in flight at their peak (bounded by
+ * once a gauge period. The ring holds at most four times the records in flight at their peak (bounded by
  * {@code max_in_flight}) and halves when under an eighth full. Core loop only.
  */
 final class InFlightRecords {
@@ -22,6 +30,8 @@ final class InFlightRecords {
     private long[] sentAtMs = new long[MIN_CAPACITY];
     /** The put's number: the send order. */
     private long[] order = new long[MIN_CAPACITY];
+    /** The records whose ring slot another one holds: key to {sent at ms, order}. Empty but for those. */
+    private final HashMap<KafkaOut.RecordKey, long[]> displaced = new HashMap<>();
     private long puts;
     private int size;
 
@@ -30,43 +40,41 @@ final class InFlightRecords {
     }
 
     boolean contains(long generation, long rowid) {
-        return find(generation, rowid) >= 0;
+        int i = slot(rowid);
+        if (rowids[i] == rowid && generations[i] == generation && rowid > 0) return true;
+        return !displaced.isEmpty() && displaced.containsKey(new KafkaOut.RecordKey(generation, rowid));
     }
 
     /** The record went to the producer at {@code nowMs}; one already held is put again, as the newest. */
     void put(long generation, long rowid, long nowMs) {
         if (rowid <= 0) throw new IllegalArgumentException("rowid " + rowid + " is not positive");
-        int i = find(generation, rowid);
-        if (i < 0) {
-            if ((size + 1) * 2 > rowids.length) resize(rowids.length * 2);
-            int mask = rowids.length - 1;
-            i = home(generation, rowid, mask);
-            while (rowids[i] != 0) i = (i + 1) & mask;
-            rowids[i] = rowid;
-            generations[i] = generation;
-            size++;
+        int i = slot(rowid);
+        if (rowids[i] == rowid && generations[i] == generation) {
+            sentAtMs[i] = nowMs;
+            order[i] = ++puts;
+            return;
         }
-        sentAtMs[i] = nowMs;
-        order[i] = ++puts;
+        if (!displaced.isEmpty()) {
+            long[] d = displaced.get(new KafkaOut.RecordKey(generation, rowid));
+            if (d != null) {
+                d[0] = nowMs;
+                d[1] = ++puts;
+                return;
+            }
+        }
+        if ((size + 1) * 2 > rowids.length) resize(rowids.length * 2);
+        place(generation, rowid, nowMs, ++puts);
+        size++;
     }
 
     /** Takes the record out; false when it was not in flight. */
     boolean remove(long generation, long rowid) {
-        int i = find(generation, rowid);
-        if (i < 0) return false;
-        int mask = rowids.length - 1;
-        // backward shift: the entries after it in its cluster that may move closer to their home do
-        for (int j = (i + 1) & mask; rowids[j] != 0; j = (j + 1) & mask) {
-            int h = home(generations[j], rowids[j], mask);
-            boolean between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-            if (between) continue;
-            rowids[i] = rowids[j];
-            generations[i] = generations[j];
-            sentAtMs[i] = sentAtMs[j];
-            order[i] = order[j];
-            i = j;
+        int i = slot(rowid);
+        if (rowids[i] == rowid && generations[i] == generation && rowid > 0) {
+            rowids[i] = 0;
+        } else if (displaced.isEmpty() || displaced.remove(new KafkaOut.RecordKey(generation, rowid)) == null) {
+            return false;
         }
-        rowids[i] = 0;
         size--;
         if (rowids.length > MIN_CAPACITY && size < rowids.length / 8) resize(rowids.length / 2);
         return true;
@@ -74,6 +82,7 @@ final class InFlightRecords {
 
     void clear() {
         Arrays.fill(rowids, 0);
+        displaced.clear();
         size = 0;
         if (rowids.length > MIN_CAPACITY) resize(MIN_CAPACITY);
     }
@@ -88,60 +97,70 @@ final class InFlightRecords {
                 at = sentAtMs[i];
             }
         }
+        for (long[] d : displaced.values()) {
+            if (d[1] < first) {
+                first = d[1];
+                at = d[0];
+            }
+        }
         return at;
     }
 
     /** The records in flight, the first sent first: {generation, rowid, sent at ms} each (a state, a command). */
     long[][] inSendOrder() {
+        long[][] all = inSendOrderWithNumbers();
+        for (int i = 0; i < all.length; i++) all[i] = Arrays.copyOf(all[i], 3);
+        return all;
+    }
+
+    /** The ring's length (for the tests of its bound). */
+    int capacity() {
+        return rowids.length;
+    }
+
+    /** How many records are held beside the ring, their slot taken (for tests). */
+    int displacedCount() {
+        return displaced.size();
+    }
+
+    private int slot(long rowid) {
+        return (int) rowid & (rowids.length - 1);
+    }
+
+    private void place(long generation, long rowid, long sentAt, long putNumber) {
+        int i = slot(rowid);
+        if (rowids[i] == 0) {
+            rowids[i] = rowid;
+            generations[i] = generation;
+            sentAtMs[i] = sentAt;
+            order[i] = putNumber;
+        } else {
+            displaced.put(new KafkaOut.RecordKey(generation, rowid), new long[] {sentAt, putNumber});
+        }
+    }
+
+    /** The ring at {@code capacity} slots; every record placed again oldest first, so the older keeps a slot both want. */
+    private void resize(int capacity) {
+        long[][] all = inSendOrderWithNumbers();
+        rowids = new long[capacity];
+        generations = new long[capacity];
+        sentAtMs = new long[capacity];
+        order = new long[capacity];
+        displaced.clear();
+        for (long[] r : all) place(r[0], r[1], r[2], r[3]);
+    }
+
+    /** The records in flight, the first sent first: {generation, rowid, sent at ms, put number} each. */
+    private long[][] inSendOrderWithNumbers() {
         long[][] all = new long[size][];
         int n = 0;
         for (int i = 0; i < rowids.length; i++) {
             if (rowids[i] != 0) all[n++] = new long[] {generations[i], rowids[i], sentAtMs[i], order[i]};
         }
-        Arrays.sort(all, (a, b) -> Long.compare(a[3], b[3]));
-        for (int i = 0; i < n; i++) all[i] = Arrays.copyOf(all[i], 3);
-        return all;
-    }
-
-    /** The table's length (for the tests of its bound). */
-    int capacity() {
-        return rowids.length;
-    }
-
-    private int find(long generation, long rowid) {
-        if (rowid <= 0) return -1;
-        int mask = rowids.length - 1;
-        for (int i = home(generation, rowid, mask); ; i = (i + 1) & mask) {
-            long r = rowids[i];
-            if (r == 0) return -1;
-            if (r == rowid && generations[i] == generation) return i;
+        for (Map.Entry<KafkaOut.RecordKey, long[]> e : displaced.entrySet()) {
+            all[n++] = new long[] {e.getKey().generation(), e.getKey().rowid(), e.getValue()[0], e.getValue()[1]};
         }
-    }
-
-    /** Fibonacci hashing of both numbers: consecutive rowids land far apart, so a window is no single cluster. */
-    private static int home(long generation, long rowid, int mask) {
-        long h = (rowid + generation * 0x632BE59BD9B4E019L) * 0x9E3779B97F4A7C15L;
-        return (int) (h >>> 40) & mask;
-    }
-
-    private void resize(int capacity) {
-        long[] r = rowids;
-        long[] g = generations;
-        long[] t = sentAtMs;
-        long[] o = order;
-        rowids = new long[capacity];
-        generations = new long[capacity];
-        sentAtMs = new long[capacity];
-        order = new long[capacity];
-        int mask = capacity - 1;
-        for (int k = 0; k < r.length; k++) {
-            if (r[k] == 0) continue;
-            int i = home(g[k], r[k], mask);
-            while (rowids[i] != 0) i = (i + 1) & mask;
-            rowids[i] = r[k];
-            generations[i] = g[k];
-            sentAtMs[i] = t[k];
-            order[i] = o[k];
-        }
+        Arrays.sort(all, 0, n, (a, b) -> Long.compare(a[3], b[3]));
+        return n == all.length ? all : Arrays.copyOf(all, n);
     }
 }

@@ -94,6 +94,7 @@ class InFlightRecordsTest {
             if (r > 10_000) assertTrue(t.remove(7, r - 10_000));
             assertTrue(t.capacity() <= 32_768, "capacity " + t.capacity());
         }
+        assertEquals(0, t.displacedCount(), "a window of consecutive rowids has a slot each");
         assertEquals(10_000, t.size());
         assertEquals(1_990_001, t.oldestSentAtMs());
         for (long r = 1_990_001; r <= 2_000_000; r++) assertTrue(t.remove(7, r));

@@ -2,30 +2,37 @@
 package io.gatehouse.qiogate;
 
 import io.gatehouse.qiogate.InFlightWindow.InFlight;
-import io.gatehouse.support.RowidSlots;
 
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 
 /**
- * The messages in flight by rowid, in the order they were added (send order): an open-addressing table over the
- * rowids themselves, with the order kept as a list through the entries. A {@code LinkedHashMap<Long, InFlight>}
- * did the same with a boxed key and a node per message, and its lookups were 3 to 5 % of the durable path's core
- * loop. The keys are support's {@link RowidSlots} (trqueue's soft marks use them too).
+ * The messages in flight by rowid, in the order they were added (send order). The rowids in flight are mostly one
+ * run of consecutive numbers (the window), so each has its own slot of a ring, {@code rowid & mask}, with at least
+ * twice the slots of the messages held: a lookup reads one slot, and the window's slots are neighbours in memory.
+ * A rowid whose slot is taken (a message still in flight a whole ring of rowids after it was sent: a straggler
+ * retried while the window moved on) goes to a map beside the ring, which holds those only. The table before
+ * hashed every rowid over the slots (so that a run made no cluster for linear probing to walk), and those lookups,
+ * each in a random line of memory, were 6 to 9 % of the Kafka edge's core loop.
  *
- * <p>The table holds at most twice the largest number of messages that were ever in flight together (bounded by
- * the gate's credit window) and is not shrunk. Not thread safe: the gate's core loop only.
+ * <p>The ring holds at most twice the largest number of messages that were ever in flight together (bounded by
+ * the gate's credit window) and is not shrunk; the map holds no more than are in flight. Not thread safe: the
+ * gate's core loop only.
  */
 final class InFlightTable implements Iterable<InFlight> {
-    /** The rowid of each slot's message, beside it: probes read this array only, not the messages. */
-    private long[] keys = RowidSlots.empty(16);
+    /** A slot's rowid when it holds nothing: rowids are positive. */
+    private static final long EMPTY = 0;
+
+    /** The rowid of each slot's message, beside it: a lookup reads this array, not the messages. */
+    private long[] keys = new long[16];
     private InFlight[] slots = new InFlight[16];
+    /** The messages whose ring slot another one holds, by rowid; empty but for stragglers. */
+    private final HashMap<Long, InFlight> displaced = new HashMap<>();
     private int size;
     private InFlight oldest;
     private InFlight newest;
-    /** Moves a message with its rowid when a removal closes the hole (a field: no object per removal). */
-    private final RowidSlots.Values moveSlot = (from, to) -> slots[to] = slots[from];
 
     int size() {
         return size;
@@ -37,8 +44,9 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** The message in flight with that rowid, or null. */
     InFlight get(long rowid) {
-        int i = RowidSlots.find(keys, rowid);
-        return i < 0 ? null : slots[i];
+        int i = slot(rowid);
+        if (keys[i] == rowid && rowid != EMPTY) return slots[i];
+        return displaced.isEmpty() ? null : displaced.get(rowid);
     }
 
     boolean contains(long rowid) {
@@ -47,9 +55,11 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** Adds {@code f} as the newest; one already held with its rowid is taken out first (as a map's put would replace it, but last in order). */
     void add(InFlight f) {
-        remove(f.rowid());
+        long rowid = f.rowid();
+        if (rowid <= EMPTY) throw new IllegalArgumentException("rowid " + rowid + " is not positive");
+        remove(rowid);
         if ((size + 1) * 2 > slots.length) grow();
-        place(f);
+        place(f, rowid);
         f.older = newest;
         f.newer = null;
         if (newest == null) {
@@ -63,10 +73,16 @@ final class InFlightTable implements Iterable<InFlight> {
 
     /** Takes the message with that rowid out; it is answered, or null when none is held. */
     InFlight remove(long rowid) {
-        int i = RowidSlots.find(keys, rowid);
-        if (i < 0) return null;
-        InFlight f = slots[i];
-        slots[RowidSlots.remove(keys, i, moveSlot)] = null;
+        int i = slot(rowid);
+        InFlight f;
+        if (keys[i] == rowid && rowid != EMPTY) {
+            f = slots[i];
+            keys[i] = EMPTY;
+            slots[i] = null;
+        } else {
+            f = displaced.isEmpty() ? null : displaced.remove(rowid);
+            if (f == null) return null;
+        }
         if (f.older == null) {
             oldest = f.newer;
         } else {
@@ -84,8 +100,9 @@ final class InFlightTable implements Iterable<InFlight> {
     }
 
     void clear() {
-        Arrays.fill(keys, RowidSlots.EMPTY);
+        Arrays.fill(keys, EMPTY);
         Arrays.fill(slots, null);
+        displaced.clear();
         for (InFlight f = oldest; f != null; ) {
             InFlight next = f.newer;
             f.older = null;
@@ -118,24 +135,30 @@ final class InFlightTable implements Iterable<InFlight> {
         };
     }
 
-    /** The longest run of occupied slots: what a lookup of an absent rowid and a removal may walk (for tests). */
-    int longestCluster() {
-        return RowidSlots.longestCluster(keys);
+    /** How many messages are held beside the ring, their slot taken (for tests). */
+    int displacedCount() {
+        return displaced.size();
     }
 
-    private void place(InFlight f) {
-        long rowid = f.rowid();
-        int i = RowidSlots.freeSlot(keys, rowid);
-        keys[i] = rowid;
-        slots[i] = f;
+    private int slot(long rowid) {
+        return (int) rowid & (keys.length - 1);
     }
 
-    private void grow() {
-        InFlight[] old = slots;
-        keys = RowidSlots.empty(old.length * 2);
-        slots = new InFlight[old.length * 2];
-        for (InFlight f : old) {
-            if (f != null) place(f);
+    private void place(InFlight f, long rowid) {
+        int i = slot(rowid);
+        if (keys[i] == EMPTY) {
+            keys[i] = rowid;
+            slots[i] = f;
+        } else {
+            displaced.put(rowid, f);
         }
+    }
+
+    /** Twice the slots; every message placed again in send order, so the older keeps a slot both want. */
+    private void grow() {
+        keys = new long[keys.length * 2];
+        slots = new InFlight[slots.length * 2];
+        displaced.clear();
+        for (InFlight f = oldest; f != null; f = f.newer) place(f, f.rowid());
     }
 }

@@ -26,6 +26,13 @@ final class PendingFlags {
     /** The index positions in use, so that a clear touches only those. */
     private int[] used = new int[START];
     private int size;
+    /**
+     * The lowest and highest rowid held: a row outside is not held, without a probe. Acks come about in rowid
+     * order, so the row asked about (its old flag read before the store) is mostly past the highest, and the probe
+     * of an absent rowid, a random line of the index, was 2.5 % of the Kafka edge's core loop.
+     */
+    private long lowest = Long.MAX_VALUE;
+    private long highest = Long.MIN_VALUE;
 
     int size() {
         return size;
@@ -71,7 +78,7 @@ final class PendingFlags {
 
     /** The flag waiting for {@code rowid}, or {@code orElse}. */
     int flag(long rowid, int orElse) {
-        if (size == 0) return orElse;
+        if (size == 0 || rowid > highest || rowid < lowest) return orElse;
         int e = find(rowid);
         return e >= 0 ? flags[e] : orElse;
     }
@@ -88,6 +95,8 @@ final class PendingFlags {
             e = find(rowid);
         }
         int slot = size++;
+        if (rowid > highest) highest = rowid;
+        if (rowid < lowest) lowest = rowid;
         rowids[slot] = rowid;
         segments[slot] = s;
         offsets[slot] = off;
@@ -142,5 +151,7 @@ final class PendingFlags {
         for (int i = 0; i < size; i++) index[used[i]] = 0;
         Arrays.fill(segments, 0, size, null);
         size = 0;
+        lowest = Long.MAX_VALUE;
+        highest = Long.MIN_VALUE;
     }
 }

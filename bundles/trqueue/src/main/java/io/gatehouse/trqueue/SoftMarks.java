@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.trqueue;
 
-import io.gatehouse.support.RowidSlots;
 
 import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The soft marks of a queue's rows (rowid to a non-zero mask), in an open-addressing table of primitive longs. A
- * gate marks every message it sends and clears the mark when the message is acked, so the table holds about the
- * gate's window; a {@code HashMap<Long, Long>} boxed two longs per message and its lookups and removals were 5 to
- * 6 % of the durable path's core loop.
+ * The soft marks of a queue's rows (rowid to a non-zero mask), in primitive longs. A gate marks every message it
+ * sends and clears the mark when the message is acked, so the table holds about the gate's window; a
+ * {@code HashMap<Long, Long>} boxed two longs per message and its lookups and removals were 5 to 6 % of the durable
+ * path's core loop.
  *
- * <p>The keys are support's {@link RowidSlots} (C_QIOGATE's messages in flight use them too). Memory follows the marks held: the table doubles at half full and halves when under an eighth full, never
- * below {@link #MIN_CAPACITY}. Not thread safe: the queue's owner thread.
+ * <p>The marked rows are mostly one run of consecutive rowids (the window), so each has its own slot of a ring,
+ * {@code rowid & mask}, with at least twice the slots of the marks held: a lookup reads one slot, and the window's
+ * slots are neighbours in memory (hashed over the table, each lookup was a random line of memory). A row whose slot
+ * is taken (a mark a whole ring of rowids older, such as an unreadable row the window moved past) goes to a map
+ * beside the ring, which holds those only. Memory follows the marks held: the ring doubles at half full and halves
+ * when under an eighth full, never below {@link #MIN_CAPACITY}. Not thread safe: the queue's owner thread.
  */
 final class SoftMarks {
     static final int MIN_CAPACITY = 64;
-    private long[] rowids = RowidSlots.empty(MIN_CAPACITY);
+    /** A slot's rowid when it holds nothing: rowids are positive. */
+    private static final long EMPTY = 0;
+    private long[] rowids = new long[MIN_CAPACITY];
     private long[] masks = new long[MIN_CAPACITY];
+    /** The marks whose ring slot another row holds; empty but for those. */
+    private final HashMap<Long, Long> displaced = new HashMap<>();
     private int size;
-    /** Moves a mask with its rowid when a removal closes the hole (a field: no object per removal). */
-    private final RowidSlots.Values moveMask = (from, to) -> masks[to] = masks[from];
 
     int size() {
         return size;
@@ -38,8 +43,11 @@ final class SoftMarks {
     /** The row's mask; 0 when it has none. */
     long get(long rowid) {
         if (size == 0) return 0;
-        int i = RowidSlots.find(rowids, rowid);
-        return i < 0 ? 0 : masks[i];
+        int i = slot(rowid);
+        if (rowids[i] == rowid && rowid != EMPTY) return masks[i];
+        if (displaced.isEmpty()) return 0;
+        Long v = displaced.get(rowid);
+        return v == null ? 0 : v;
     }
 
     /** Sets the row's mask; 0 takes the row out. */
@@ -48,31 +56,36 @@ final class SoftMarks {
             remove(rowid);
             return;
         }
-        int i = RowidSlots.find(rowids, rowid);
-        if (i >= 0) {
+        if (rowid <= EMPTY) throw new IllegalArgumentException("rowid " + rowid + " is not positive");
+        int i = slot(rowid);
+        if (rowids[i] == rowid) {
             masks[i] = value;
             return;
         }
+        if (!displaced.isEmpty() && displaced.replace(rowid, value) != null) return;
         if ((size + 1) * 2 > rowids.length) resize(rowids.length * 2);
-        i = RowidSlots.freeSlot(rowids, rowid);
-        rowids[i] = rowid;
-        masks[i] = value;
+        place(rowid, value);
         size++;
     }
 
     /** Takes the row's mark out, if it has one. */
     void remove(long rowid) {
         if (size == 0) return;
-        int i = RowidSlots.find(rowids, rowid);
-        if (i < 0) return;
-        masks[RowidSlots.remove(rowids, i, moveMask)] = 0;
+        int i = slot(rowid);
+        if (rowids[i] == rowid && rowid != EMPTY) {
+            rowids[i] = EMPTY;
+            masks[i] = 0;
+        } else if (displaced.isEmpty() || displaced.remove(rowid) == null) {
+            return;
+        }
         size--;
         if (rowids.length > MIN_CAPACITY && size * 8 < rowids.length) resize(rowids.length / 2);
     }
 
     void clear() {
-        rowids = RowidSlots.empty(MIN_CAPACITY);
+        rowids = new long[MIN_CAPACITY];
         masks = new long[MIN_CAPACITY];
+        displaced.clear();
         size = 0;
     }
 
@@ -83,8 +96,9 @@ final class SoftMarks {
     Map<Long, Long> toMap() {
         Map<Long, Long> m = new HashMap<>(Math.max(16, size * 2));
         for (int i = 0; i < rowids.length; i++) {
-            if (rowids[i] != RowidSlots.EMPTY) m.put(rowids[i], masks[i]);
+            if (rowids[i] != EMPTY) m.put(rowids[i], masks[i]);
         }
+        m.putAll(displaced);
         return m;
     }
 
@@ -97,21 +111,36 @@ final class SoftMarks {
         }
     }
 
-    /** The longest run of occupied slots: what a lookup of an absent rowid and a removal may walk (for tests). */
-    int longestCluster() {
-        return RowidSlots.longestCluster(rowids);
+    /** How many marks are held beside the ring, their slot taken (for tests). */
+    int displacedCount() {
+        return displaced.size();
     }
 
+    private int slot(long rowid) {
+        return (int) rowid & (rowids.length - 1);
+    }
+
+    private void place(long rowid, long value) {
+        int i = slot(rowid);
+        if (rowids[i] == EMPTY) {
+            rowids[i] = rowid;
+            masks[i] = value;
+        } else {
+            displaced.put(rowid, value);
+        }
+    }
+
+    /** The ring at {@code capacity} slots: the marks of the ring placed first, then those that were displaced. */
     private void resize(int capacity) {
         long[] oldRowids = rowids;
         long[] oldMasks = masks;
-        rowids = RowidSlots.empty(capacity);
+        Map<Long, Long> oldDisplaced = displaced.isEmpty() ? Map.of() : new HashMap<>(displaced);
+        rowids = new long[capacity];
         masks = new long[capacity];
+        displaced.clear();
         for (int j = 0; j < oldRowids.length; j++) {
-            if (oldRowids[j] == RowidSlots.EMPTY) continue;
-            int i = RowidSlots.freeSlot(rowids, oldRowids[j]);
-            rowids[i] = oldRowids[j];
-            masks[i] = oldMasks[j];
+            if (oldRowids[j] != EMPTY) place(oldRowids[j], oldMasks[j]);
         }
+        oldDisplaced.forEach(this::place);
     }
 }

@@ -44,4 +44,24 @@ class PendingFlagsTest {
             assertEquals(-1, p.flag(ref.keySet().iterator().next(), -1));
         }
     }
+
+    @Test
+    void shouldFindTheLowestAndHighestRowidsHeldAndNothingPastThemAfterAClear() {
+        Segment seg = new Segment(Path.of("x.seg"), 1);
+        PendingFlags p = new PendingFlags();
+        for (long r = 100; r <= 110; r += 5) p.put(r, seg, (int) r * 8, (int) r);
+        assertEquals(100, p.flag(100, -1));
+        assertEquals(110, p.flag(110, -1));
+        assertEquals(105, p.flag(105, -1));
+        assertEquals(-1, p.flag(99, -1));
+        assertEquals(-1, p.flag(111, -1));
+        assertEquals(-1, p.flag(104, -1));
+        p.keepFrom(p.sortedSlots(), 1);   // 100 written
+        assertEquals(-1, p.flag(100, -1));
+        assertEquals(105, p.flag(105, -1));
+        p.clear();
+        p.put(7, seg, 56, 1);
+        assertEquals(-1, p.flag(105, -1), "the range of the stores before the clear is gone");
+        assertEquals(1, p.flag(7, -1));
+    }
 }
