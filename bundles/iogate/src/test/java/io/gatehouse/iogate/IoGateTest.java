@@ -30,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -302,6 +303,33 @@ class IoGateTest {
         send(reply);
         assertEquals(List.of("answer"), payloads("B"));
         assertEquals(1, statsData().get("rxMsgs").asLong());
+    }
+
+    @Test
+    void shouldGiveEachMessageOfAChannelItsTempAndNotAChangeAReceiverMadeToIt() {
+        open("A", "B");
+        IoGate behavior = rt.call(() -> (IoGate) gate.behavior());
+        ObjectNode a1 = rt.call(() -> behavior.temp(gate.child("A")));
+        assertEquals("A", a1.get(Kw.TEMP_CHANNEL).asText());
+        assertSame(gate.child("A"), Kw.ref(a1, Kw.TEMP_CHANNEL_GOBJ, GObj.class));
+        assertSame(a1, rt.call(() -> behavior.temp(gate.child("A"))), "an unchanged __temp__ is made once");
+        ObjectNode b1 = rt.call(() -> behavior.temp(gate.child("B")));
+        assertEquals("B", b1.get(Kw.TEMP_CHANNEL).asText());
+        // a receiver that writes into the __temp__ it got must not change the next message's
+        rt.run(() -> a1.put("seen_by", "app"));
+        ObjectNode a2 = rt.call(() -> behavior.temp(gate.child("A")));
+        assertFalse(a2.has("seen_by"), a2.toString());
+        assertEquals("A", a2.get(Kw.TEMP_CHANNEL).asText());
+        rt.run(() -> a2.put(Kw.TEMP_CHANNEL, "B"));
+        assertEquals("A", rt.call(() -> behavior.temp(gate.child("A"))).get(Kw.TEMP_CHANNEL).asText());
+        // the messages going up carry it, and a reply routed by it reaches that channel
+        rt.call(() -> tube("A").receive("question"));
+        Recorder.Event e = app.await(Ev.EV_ON_MESSAGE, 1000);
+        assertEquals("A", e.kw.get(Kw.TEMP).get("channel").asText());
+        ObjectNode reply = msg("back");
+        reply.set(Kw.TEMP, rt.call(() -> behavior.temp(gate.child("A"))));
+        send(reply);
+        assertEquals(List.of("back"), payloads("A"));
     }
 
     @Test
