@@ -20,6 +20,7 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.util.concurrent.GlobalEventExecutor;
 
+import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -461,7 +462,8 @@ final class Reliability {
         }
 
         private Thread startReader(Socket s, Semaphore credit) throws IOException {
-            DataInputStream in = new DataInputStream(s.getInputStream());
+            // buffered: a read call per frame header and per body cost this box's CPU that the gateway needs
+            DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 65536));
             Thread t = new Thread(() -> {
                 byte[] buf = new byte[4096];
                 try {
