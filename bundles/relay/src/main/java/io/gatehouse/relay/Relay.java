@@ -147,9 +147,6 @@ public final class Relay implements GObjBehavior {
     private final Streak notJson = new Streak();
     /** The acks owed for messages sent by token ({@link Kw#DURABLE_TOKEN}) to an output that answers them. */
     private final PendingAcks pending = new PendingAcks();
-    /** {@link #sharedTemp}'s table: a channel, and the {@code __temp__} kept for its acks. */
-    private final GObj[] tempChannels = new GObj[16];
-    private final JsonNode[] tempNodes = new JsonNode[16];
     /** {@link PendingAcks#forgotten} when last said. */
     private long forgottenSaid;
     /** Tokens told back that this relay does not hold (forgotten, or told twice). */
@@ -294,25 +291,6 @@ public final class Relay implements GObjBehavior {
                 result);
     }
 
-    /**
-     * The {@code __temp__} to keep for an ack owed: the one kept for an earlier message of the same channel when
-     * this one is the same route (a gate's {@code {"channel": name, "channel_gobj": ref}}), so that the acks of a
-     * commit read a few nodes that stay in the cache instead of one node per message made a commit period ago.
-     * Nothing downstream changes a {@code __temp__} (the gate reads it to choose the channel), so one node can
-     * route many acks. A small direct-mapped table: a channel that went away is overwritten by the next one.
-     */
-    private JsonNode sharedTemp(JsonNode temp) {
-        if (!(temp instanceof ObjectNode) || temp.size() != 2) return temp;
-        GObj channel = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
-        JsonNode name = temp.get(Kw.TEMP_CHANNEL);
-        if (channel == null || name == null) return temp;
-        int i = System.identityHashCode(channel) & (tempChannels.length - 1);
-        if (tempChannels[i] == channel && tempNodes[i].get(Kw.TEMP_CHANNEL).equals(name)) return tempNodes[i];
-        tempChannels[i] = channel;
-        tempNodes[i] = temp;
-        return temp;
-    }
-
     /** Counts and says the acks the table of acks owed dropped to stay bounded (rare: an output that went silent). */
     private void noteForgotten() {
         long dropped = pending.forgotten() - forgottenSaid;
@@ -439,7 +417,7 @@ public final class Relay implements GObjBehavior {
      * commit covers them, and nothing per message is built for it.
      */
     private int forwardByToken(GObj out, ObjectNode msg, byte[] ackStart, JsonNode temp, GObj src) {
-        long token = pending.add(ackStart, sharedTemp(temp), src);
+        long token = pending.add(ackStart, temp, src);
         msg.put(Kw.DURABLE_TOKEN, token);
         int r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
         if (r < 0) {
