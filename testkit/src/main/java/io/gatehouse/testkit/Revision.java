@@ -45,7 +45,7 @@ public final class Revision {
     /** {@code spec}'s tables with {@code stateVersion} and {@code factory}. */
     public static <B extends GObjBehavior> GClassSpec<B> of(GClassSpec<B> spec, int stateVersion,
                                                              Function<GObj, B> factory) {
-        return of(spec, stateVersion, factory, true);
+        return of(spec, stateVersion, factory, API_NOW);
     }
 
     /**
@@ -53,11 +53,24 @@ public final class Revision {
      * confirmed by dict only, and no later capability.
      */
     public static <B extends GObjBehavior> GClassSpec<B> withoutDurableTokens(GClassSpec<B> spec) {
-        return of(spec, spec.stateVersion(), spec.factory(), false);
+        return of(spec, spec.stateVersion(), spec.factory(), API_2_1);
     }
 
+    /**
+     * {@code spec} as a revision built before batches (api 2.4) would declare it: the same tables and every earlier
+     * capability, without {@link GClassSpec#takesBatches()}.
+     */
+    public static <B extends GObjBehavior> GClassSpec<B> withoutBatches(GClassSpec<B> spec) {
+        return of(spec, spec.stateVersion(), spec.factory(), API_2_3);
+    }
+
+    /** The api minor a revision was built against, for the capabilities it can declare. */
+    private static final int API_2_1 = 1;
+    private static final int API_2_3 = 3;
+    private static final int API_NOW = Integer.MAX_VALUE;
+
     private static <B extends GObjBehavior> GClassSpec<B> of(GClassSpec<B> spec, int stateVersion,
-                                                              Function<GObj, B> factory, boolean laterFlags) {
+                                                              Function<GObj, B> factory, int apiMinor) {
         @SuppressWarnings("unchecked")
         Class<B> type = (Class<B>) GObjBehavior.class;
         GClassSpec.Builder<B> b = GClassSpec.builder(spec.name(), type)
@@ -77,8 +90,9 @@ public final class Revision {
         if (spec.playable()) b.playable();
         if (spec.confirmsDurability()) b.confirmsDurability();
         if (spec.takesJsonRecords()) b.takesJsonRecords();
-        if (laterFlags && spec.answersDurableTokens()) b.answersDurableTokens();
-        if (laterFlags && spec.takesQueueRecords()) b.takesQueueRecords();
+        if (apiMinor >= 2 && spec.answersDurableTokens()) b.answersDurableTokens();
+        if (apiMinor >= 3 && spec.takesQueueRecords()) b.takesQueueRecords();
+        if (apiMinor >= 4 && spec.takesBatches()) b.takesBatches();
         if (spec.linkUp() != null) b.linkUp(spec.linkUp());
         return b.build();
     }

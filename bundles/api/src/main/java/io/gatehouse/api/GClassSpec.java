@@ -56,6 +56,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean takesJsonRecords;
     private final boolean answersDurableTokens;
     private final boolean takesQueueRecords;
+    private final boolean takesBatches;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -75,6 +76,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.takesJsonRecords = b.takesJsonRecords;
         this.answersDurableTokens = b.answersDurableTokens;
         this.takesQueueRecords = b.takesQueueRecords;
+        this.takesBatches = b.takesBatches;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -114,6 +116,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.takesJsonRecords = other.takesJsonRecords;
         this.answersDurableTokens = other.answersDurableTokens;
         this.takesQueueRecords = other.takesQueueRecords;
+        this.takesBatches = other.takesBatches;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -198,6 +201,13 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean takesQueueRecords() { return takesQueueRecords; }
 
     /**
+     * True when this gclass takes an EV_ON_MESSAGE carrying a {@link Kw#BATCH} (see {@link Builder#takesBatches()}).
+     *
+     * @since 2.4
+     */
+    public boolean takesBatches() { return takesBatches; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -241,6 +251,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean takesJsonRecords;
         private boolean answersDurableTokens;
         private boolean takesQueueRecords;
+        private boolean takesBatches;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -350,6 +361,16 @@ public final class GClassSpec<B extends GObjBehavior> {
          * @since 2.3
          */
         public Builder<B> takesQueueRecords() { this.takesQueueRecords = true; return this; }
+
+        /**
+         * This gclass takes an EV_ON_MESSAGE carrying a {@link Kw#BATCH}: it passes it up whole (a channel, a gate;
+         * counting its messages, {@link Kw#messages}) or forwards every message of it and answers the batch as
+         * {@link Kw#BATCH} says (a relay). A producer sends a batch only when every gobj its EV_ON_MESSAGE reaches
+         * declares this, and each message alone otherwise, so live upgrades of any of them work in any order.
+         *
+         * @since 2.4
+         */
+        public Builder<B> takesBatches() { this.takesBatches = true; return this; }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

@@ -127,6 +127,22 @@ public final class Kw {
     public static final String QUEUE_ACKS = "__queue_acks__";
 
     /**
+     * On an EV_ON_MESSAGE sent up to gclasses that {@link GClassSpec#takesBatches() take batches}: a reference to an
+     * {@code int[]} of byte ranges, {@code start, end} pairs counted from the {@link #GBUFFER}'s reader index, each
+     * one JSON object: one message per range, sent up in one event. The kw's {@link #MD_TRQ} (a dict) is the
+     * batch's: the producer gets one ack echoing it ({@code result} 0 once every message is durable, a nack at the
+     * first refusal), or, from a receiver that cannot keep the batch whole, one ack per message whose
+     * {@code __md_trq__} is the batch's plus {@value #BATCH_INDEX}, the message's index (0-based). A producer takes
+     * both forms.
+     *
+     * @since 2.4
+     */
+    public static final String BATCH = "__batch__";
+
+    /** In the {@link #MD_TRQ} of one message of a {@link #BATCH} answered apart: its index in the batch. */
+    public static final String BATCH_INDEX = "msg";
+
+    /**
      * On the EV_RX_DATA (or message) that crossed a seeds/001 input threshold: true. Reading has stopped until the
      * consumer credits back with EV_RESUME_INPUT.
      */
@@ -195,6 +211,12 @@ public final class Kw {
             kw.set(GBUFFER, new POJONode(buf));
         }
         return kw;
+    }
+
+    /** The messages a kw holds: the ranges of its {@link #BATCH}, else 1 (for the counters of the gobjs it passes). */
+    public static int messages(JsonNode kw) {
+        int[] batch = ref(kw, BATCH, int[].class);
+        return batch == null ? 1 : batch.length / 2;
     }
 
     /** Releases what the kw owns (its gbuffer). Safe on null and on a kw without buffer. */

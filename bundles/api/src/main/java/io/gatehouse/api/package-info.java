@@ -24,9 +24,13 @@
  * added: an output below a queue's gate (C_KAFKA) takes a queued message as its stored bytes and its queue handle,
  * instead of the JSON with {@code __md_trq__} written into it and read back, and answers a burst of them by their
  * numbers in one event.
+ *
+ * <p>2.4.0 (minor): {@code GClassSpec.takesBatches()}, {@code Kw.BATCH}, {@code Kw.BATCH_INDEX} and
+ * {@code Kw.messages} added: a producer (C_PROT_HTTP_SR) sends the objects of one request up in one event, and the
+ * relay answers them with one ack, instead of an event and an ack per object.
  */
 @Export
-@Version("2.3.0")
+@Version("2.4.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -94,6 +94,7 @@ public final class Channel implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message going up or down, with its size and kw")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
+            .takesBatches()
             .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();
@@ -185,7 +186,7 @@ public final class Channel implements GObjBehavior {
     }
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        gobj.inc(RX_MSGS);
+        gobj.add(RX_MSGS, Kw.messages(kw));
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw);
         return gobj.publish(event, kw);
     }

@@ -15,6 +15,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
@@ -209,6 +210,8 @@ public final class ProtHttpSr implements GObjBehavior {
         int expected;
         int acked;
         BitSet ackedMsgs;
+        /** Its messages went up as one batch ({@link Kw#BATCH}): one ack answers them all. */
+        boolean batched;
         /** When the acks must be in (the yuno's clock, ms); -1 before the messages went up. */
         long deadline = -1;
         /** The encoded answer, once decided; written when every earlier request's answer was. */
@@ -319,6 +322,7 @@ public final class ProtHttpSr implements GObjBehavior {
             r.put("seq", q.seq).put("keep_alive", q.keepAlive).put("head", q.headMethod).put("ingest", q.ingest)
                     .put("body_bytes", q.bodyBytes).put("read_done", q.readDone).put("expected", q.expected)
                     .put("acked", q.acked).put("deadline", q.deadline).put("status", q.status)
+                    .put("batched", q.batched)
                     .put("close_after", q.closeAfter);
             if (q.ackedMsgs != null) {
                 ArrayNode bits = r.putArray("acked_msgs");
@@ -354,6 +358,7 @@ public final class ProtHttpSr implements GObjBehavior {
             q.readDone = r.path("read_done").asBoolean();
             q.expected = r.path("expected").asInt();
             q.acked = r.path("acked").asInt();
+            q.batched = r.path("batched").asBoolean(false);
             q.deadline = r.path("deadline").asLong(-1);
             q.status = r.path("status").asInt();
             q.closeAfter = r.path("close_after").asBoolean();
@@ -701,6 +706,10 @@ public final class ProtHttpSr implements GObjBehavior {
             q.expected = s.count;
             q.ackedMsgs = new BitSet(s.count);
             q.deadline = nowMs() + gobj.readLong(TIMEOUT_DURABLE);
+            if (s.count > 1 && Batches.takenAbove(gobj)) {
+                ingestBatch(q, body.retain(), s, off);
+                return;
+            }
             byte[] mdHead = Ndjson.mdHead(connId, q.seq);
             for (int i = 0; i < s.count; i++) {
                 int len = s.ends[i] - s.starts[i];
@@ -722,6 +731,29 @@ public final class ProtHttpSr implements GObjBehavior {
         }
     }
 
+    /**
+     * Every object of the request in one EV_ON_MESSAGE ({@link Kw#BATCH}: the body and the objects' ranges in it),
+     * with the request's {@code __md_trq__} ({@code conn}, {@code req}): the relay answers once for all of them, or
+     * once per object with its {@code msg} when its output cannot keep them together. {@code arrayBase} is where the
+     * body's readable bytes start in the scan's array indexes.
+     */
+    private void ingestBatch(Req q, ByteBuf body, Ndjson.Scan s, int arrayBase) {
+        int[] ranges = new int[s.count * 2];
+        for (int i = 0; i < s.count; i++) {
+            ranges[2 * i] = s.starts[i] - arrayBase;
+            ranges[2 * i + 1] = s.ends[i] - arrayBase;
+        }
+        ObjectNode kw = Kw.withGbuffer(body);
+        ObjectNode md = kw.putObject(Kw.MD_TRQ);
+        md.put(MD_CONN, connId);
+        md.put(MD_REQ, q.seq);
+        Kw.putRef(kw, Kw.BATCH, ranges);
+        q.batched = true;
+        int r = gobj.publish(Ev.EV_ON_MESSAGE, kw);
+        if (decoder == null || gobj.isDestroyed() || q.answer != null) return;
+        if (r < 0) refuse(q, "refused by the input side");
+    }
+
     private void onAck(long conn, long seq, int msg, int result) {
         Req q = null;
         if (conn == connId) {
@@ -731,6 +763,16 @@ public final class ProtHttpSr implements GObjBehavior {
                     break;
                 }
             }
+        }
+        if (q != null && q.answer == null && q.batched && msg == -1) {
+            // the batch's one answer: every object of the request, or none
+            if (result < 0) {
+                refuse(q, "refused by the queue");
+            } else {
+                q.acked = q.expected;
+                accept(q);
+            }
+            return;
         }
         if (q == null || q.answer != null || msg < 0 || msg >= q.expected) {
             gobj.inc(STALE_ACKS);   // answered already (a nack or a timeout came first), or of another connection

@@ -39,6 +39,19 @@ final class FakeRelay implements GObjBehavior {
             .factory(FakeRelay::new)
             .build();
 
+    /**
+     * The same stand-in declaring that it takes batches ({@link Kw#BATCH}), as C_RELAY does since api 2.4: it keeps
+     * each object of a batch, and answers the batch once with its md ({@link #answerApart} false), or each object
+     * with the batch's md plus its index, as the relay does for an output that cannot keep the batch whole.
+     */
+    static final GClassSpec<FakeRelay> BATCH_SPEC = GClassSpec.builder("C_FAKE_BATCH_RELAY", FakeRelay.class)
+            .description("A relay stand-in that takes batches")
+            .fsm(SPEC.fsm())
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesBatches()
+            .factory(FakeRelay::new)
+            .build();
+
     private final GObj gobj;
     Mode mode = Mode.ACK;
     /** Messages as stored (without their {@code __md_trq__}). */
@@ -49,12 +62,18 @@ final class FakeRelay implements GObjBehavior {
     private final List<GObj> heldFrom = new ArrayList<>();
     int opens;
     int closes;
+    /** The events that came as a batch, and how many objects each held. */
+    final List<Integer> batchSizes = new ArrayList<>();
+    /** A batch is answered per object (with {@code msg}) instead of once. */
+    boolean answerApart;
 
     private FakeRelay(GObj gobj) {
         this.gobj = gobj;
     }
 
     private int acMessage(String ev, ObjectNode kw, GObj src) {
+        int[] ranges = Kw.ref(kw, Kw.BATCH, int[].class);
+        if (ranges != null) return acBatch(kw, ranges, src);
         ByteBuf b = Kw.takeGbuffer(kw);
         ObjectNode msg;
         try {
@@ -81,6 +100,37 @@ final class FakeRelay implements GObjBehavior {
                 heldFrom.add(src);
                 return 0;
         }
+    }
+
+    private int acBatch(ObjectNode kw, int[] ranges, GObj src) {
+        ByteBuf b = Kw.takeGbuffer(kw);
+        ObjectNode md = (ObjectNode) kw.get(Kw.MD_TRQ);
+        List<ObjectNode> mdsToAnswer = new ArrayList<>();
+        try {
+            for (int i = 0; i < ranges.length; i += 2) {
+                messages.add(Kw.parse(b.slice(b.readerIndex() + ranges[i], ranges[i + 1] - ranges[i])));
+                ObjectNode one = md.deepCopy();
+                if (answerApart) one.put(Kw.BATCH_INDEX, i / 2);
+                mds.add(one);
+                if (answerApart || i == 0) mdsToAnswer.add(one);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            b.release();
+        }
+        batchSizes.add(ranges.length / 2);
+        for (ObjectNode one : mdsToAnswer) {
+            switch (mode) {
+                case ACK: answer(src, one, 0); break;
+                case NACK: answer(src, one, -1); return -1;
+                case FAIL: return -1;
+                default:
+                    held.add(one);
+                    heldFrom.add(src);
+            }
+        }
+        return 0;
     }
 
     private int acOpen(String ev, ObjectNode kw, GObj src) {

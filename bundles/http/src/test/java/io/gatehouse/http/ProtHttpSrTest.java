@@ -10,6 +10,7 @@ import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
+import io.gatehouse.testkit.Revision;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -44,10 +45,15 @@ class ProtHttpSrTest {
     // --- the yuno and its drivers ---
 
     private void start(String kw) {
+        start(kw, FakeRelay.GCLASS);
+    }
+
+    private void start(String kw, String relayGclass) {
         if (logs != null) logs.close();
         logs = new LogCapture();
-        rt = YunoRuntime.builder().name("http").clock(clock).gclass(ProtHttpSr.SPEC, FakeTcp.SPEC, FakeRelay.SPEC)
-                .config("{\"services\":[{\"name\":\"relay\",\"gclass\":\"C_FAKE_RELAY\"},"
+        rt = YunoRuntime.builder().name("http").clock(clock)
+                .gclass(ProtHttpSr.SPEC, FakeTcp.SPEC, FakeRelay.SPEC, FakeRelay.BATCH_SPEC)
+                .config("{\"services\":[{\"name\":\"relay\",\"gclass\":\"" + relayGclass + "\"},"
                         + "{\"name\":\"http\",\"gclass\":\"C_PROT_HTTP_SR\",\"kw\":{" + kw + "},"
                         + "\"children\":[{\"name\":\"tcp\",\"gclass\":\"C_FAKE_TCP\"}]}]}")
                 .build().start();
@@ -164,6 +170,84 @@ class ProtHttpSrTest {
         assertEquals(md.get(0).get("conn"), md.get(2).get("conn"), "one connection");
         assertEquals(2, md.get(2).get("msg").asInt());
         assertEquals("[1,2]", rt.call(() -> relay().messages.get(2).get("n").get("deep").toString()));
+    }
+
+    @Test
+    void shouldSendTheRequestUpAsOneBatchWhenEverythingAboveTakesBatchesAndAnswerAtItsOneAck() throws Exception {
+        start("", "C_FAKE_BATCH_RELAY");
+        setRelay(FakeRelay.Mode.HOLD);
+        connect();
+        rx(post("{\"id\":\"a\"}\n{\"id\":\"b\"}\r\n\n  {\"id\":\"c\",\"n\":{\"deep\":[1,2]}}\n"));
+        assertEquals(List.of(3), rt.call(() -> new ArrayList<>(relay().batchSizes)), "one event for the request");
+        assertEquals("b", rt.call(() -> relay().messages.get(1).get("id").asText()));
+        assertEquals("[1,2]", rt.call(() -> relay().messages.get(2).get("n").get("deep").toString()));
+        ObjectNode md = rt.call(() -> relay().mds.get(0));
+        assertEquals(List.of("conn", "req"), iterable(md.fieldNames()), "the request's md: no message index");
+        assertEquals(1, rt.call(() -> relay().heldCount()));
+        assertEquals("", out());
+        rt.run(() -> relay().ackHeld(0));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertEquals(3, lastBody(wire).get("accepted").asInt());
+        assertEquals(3, stat("accepted_msgs"));
+        // a nack of the batch: 503, nothing half-accepted
+        rx(post("{\"id\":1}\n{\"id\":2}"));
+        rt.run(() -> relay().ackHeld(-1));
+        assertEquals(List.of(503), statuses(out()));
+        // one object alone goes as a message, as before
+        setRelay(FakeRelay.Mode.ACK);
+        rx(post("{\"id\":\"solo\"}"));
+        assertEquals(List.of(200), statuses(out()));
+        assertEquals(List.of(3, 2), rt.call(() -> new ArrayList<>(relay().batchSizes)));
+        assertEquals(0, rt.call(() -> relay().mds.get(5).get("msg").asInt()));
+    }
+
+    @Test
+    void shouldTakeTheAcksOfABatchAnsweredObjectByObject() throws Exception {
+        start("", "C_FAKE_BATCH_RELAY");
+        setRelay(FakeRelay.Mode.HOLD);
+        rt.run(() -> relay().answerApart = true);
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3}"));
+        assertEquals(3, rt.call(() -> relay().heldCount()));
+        rt.run(() -> relay().ackHeld(0, 2, 0));
+        assertEquals("", out(), "two of three acked: no answer yet");
+        rt.run(() -> relay().ackHeld(0));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire));
+        assertEquals(3, lastBody(wire).get("accepted").asInt());
+    }
+
+    @Test
+    void shouldSendLineByLineWhenTheRelayAboveDoesNotTakeBatches() {
+        start("");
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));
+        assertEquals(List.of(200), statuses(out()));
+        assertTrue(rt.call(() -> relay().batchSizes.isEmpty()));
+        assertEquals(1, rt.call(() -> relay().mds.get(1).get("msg").asInt()));
+    }
+
+    @Test
+    void shouldGoBackToLineByLineWhenTheRelayIsUpgradedToARevisionWithoutBatches() {
+        start("", "C_FAKE_BATCH_RELAY");
+        connect();
+        rx(post("{\"id\":1}\n{\"id\":2}"));
+        assertEquals(List.of(200), statuses(out()));
+        assertEquals(List.of(2), rt.call(() -> new ArrayList<>(relay().batchSizes)));
+        // the stand-in hands no state over: its service is rebuilt, and subscribed again as the gate would be
+        rt.gclassArrived(Revision.withoutBatches(FakeRelay.BATCH_SPEC));
+        rt.run(() -> http().subscribe(null, rt.service("relay")));
+        rx(post("{\"id\":3}\n{\"id\":4}"));
+        assertEquals(List.of(200), statuses(out()));
+        assertTrue(rt.call(() -> relay().batchSizes.isEmpty()), "no batch for a revision that does not take them");
+        assertEquals(1, rt.call(() -> relay().mds.get(1).get("msg").asInt()));
+    }
+
+    private static List<String> iterable(java.util.Iterator<String> it) {
+        List<String> out = new ArrayList<>();
+        it.forEachRemaining(out::add);
+        return out;
     }
 
     @Test

@@ -119,6 +119,7 @@ public final class IoGate implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message routed, with its channel, size and kw")
             .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesBatches()
             .stateVersion(STATE_VERSION)
             .factory(IoGate::new)
             .build();
@@ -372,7 +373,7 @@ public final class IoGate implements GObjBehavior {
     // --- Actions ---
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        gobj.inc(RX_MSGS);
+        gobj.add(RX_MSGS, Kw.messages(kw));
         putTemp(kw, src);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw, src);
         return gobj.publish(event, kw);

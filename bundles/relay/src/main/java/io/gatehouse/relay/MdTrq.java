@@ -254,6 +254,22 @@ final class MdTrq extends JsonScan {
         return out;
     }
 
+    /**
+     * {@link #writeAckStart} of a parsed dict (a batch's md) in an array with the room {@link #ackStartWithRoom()}
+     * leaves, for {@link #endAckInPlace}; null for a dict {@link #writeAckStart} does not write.
+     */
+    static byte[] ackStartWithRoom(ObjectNode md) {
+        ByteBuf b = writeAckStart(md);
+        if (b == null) return null;
+        try {
+            byte[] out = new byte[Gbuffers.HEADROOM + b.readableBytes() + ACK_ROOM];
+            b.getBytes(b.readerIndex(), out, Gbuffers.HEADROOM, b.readableBytes());
+            return out;
+        } finally {
+            b.release();
+        }
+    }
+
     /** Printable ASCII without a quote or a backslash: written by Jackson as it is. */
     private static boolean plainAscii(String s) {
         for (int i = 0; i < s.length(); i++) {

@@ -21,6 +21,10 @@ import java.util.Arrays;
  * the ring doubles (up to {@link #MAX_CAPACITY}), and halves when it is under an eighth full. At the maximum the
  * oldest entry is forgotten to make room ({@link #forgotten}): its producer gets no ack and sends again (a
  * duplicate, never a loss); only a token that is never told (an output gone without a word) can stay that long.
+ *
+ * <p>The messages of a batch ({@link Kw#BATCH}) share one token and one entry, told once per message: the entry
+ * counts them down and its ack is owed when the last is told, or at once at the first refusal (a nack; the entry then
+ * stays, answered, until every message sent was told, so that those tells are not taken for strangers).
  */
 final class PendingAcks {
     static final int MIN_CAPACITY = 1024;
@@ -33,6 +37,8 @@ final class PendingAcks {
     private byte[][] acks;
     private JsonNode[] temps;
     private GObj[] gates;
+    /** Tells still to come for the entry (its batch's messages not yet told); 1 for a lone message. */
+    private int[] remaining;
     private int size;
     private long nextToken = 1;
     private long forgotten;
@@ -59,16 +65,23 @@ final class PendingAcks {
         acks = new byte[minCapacity][];
         temps = new JsonNode[minCapacity];
         gates = new GObj[minCapacity];
+        remaining = new int[minCapacity];
     }
 
     /** Keeps an ack owed, and answers the token the message goes with. */
     long add(byte[] ackStart, JsonNode temp, GObj gate) {
+        return add(ackStart, temp, gate, 1);
+    }
+
+    /** Keeps the one ack owed for {@code messages} messages sent with the token answered (a batch's). */
+    long add(byte[] ackStart, JsonNode temp, GObj gate, int messages) {
+        if (messages < 1) throw new IllegalArgumentException("a pending ack is for one message or more");
         long token = nextToken++;
-        put(token, ackStart, temp, gate);
+        put(token, ackStart, temp, gate, messages);
         return token;
     }
 
-    private void put(long token, byte[] ackStart, JsonNode temp, GObj gate) {
+    private void put(long token, byte[] ackStart, JsonNode temp, GObj gate, int messages) {
         int slot = (int) token & (tokens.length - 1);
         while (tokens[slot] != 0) {
             if (tokens.length >= maxCapacity) {
@@ -83,6 +96,7 @@ final class PendingAcks {
         acks[slot] = ackStart;
         temps[slot] = temp;
         gates[slot] = gate;
+        remaining[slot] = messages;
         size++;
     }
 
@@ -96,12 +110,62 @@ final class PendingAcks {
         takenAck = acks[slot];
         takenTemp = temps[slot];
         takenGate = gates[slot];
+        free(slot);
+        return true;
+    }
+
+    /** {@link #tell}: the token is not held here (forgotten, told too often, or not this relay's). */
+    static final int UNKNOWN = 0;
+    /** {@link #tell}: held, and nothing to answer yet (more of its batch to come, or answered already). */
+    static final int WAITING = 1;
+    /** {@link #tell}: the ack is owed now, in {@link #takenAck}, {@link #takenTemp} and {@link #takenGate}. */
+    static final int ANSWER = 2;
+
+    /**
+     * One message of {@code token} was told by the output: {@link #ANSWER} when its ack is owed now (the last of
+     * its batch, or the first refused), {@link #WAITING} or {@link #UNKNOWN} otherwise.
+     */
+    int tell(long token, boolean refused) {
+        int slot = (int) token & (tokens.length - 1);
+        if (token <= 0 || tokens[slot] != token) return UNKNOWN;
+        int left = --remaining[slot];
+        boolean answer = acks[slot] != null && (refused || left <= 0);
+        if (answer) takeAnswer(slot);
+        if (left <= 0) free(slot);
+        return answer ? ANSWER : WAITING;
+    }
+
+    /**
+     * The output refused a message of {@code token}'s batch, and {@code unsent} messages of it will not be sent:
+     * true when the nack is owed now (in {@link #takenAck} ...), false when the entry was answered already or is
+     * not here. The entry stays until the messages sent before were told.
+     */
+    boolean refuse(long token, int unsent) {
+        int slot = (int) token & (tokens.length - 1);
+        if (token <= 0 || tokens[slot] != token) return false;
+        remaining[slot] -= unsent;
+        boolean answer = acks[slot] != null;
+        if (answer) takeAnswer(slot);
+        if (remaining[slot] <= 0) free(slot);
+        return answer;
+    }
+
+    private void takeAnswer(int slot) {
+        takenAck = acks[slot];
+        takenTemp = temps[slot];
+        takenGate = gates[slot];
+        acks[slot] = null;
+        temps[slot] = null;
+        gates[slot] = null;
+    }
+
+    private void free(int slot) {
         tokens[slot] = 0;
         acks[slot] = null;
         temps[slot] = null;
         gates[slot] = null;
+        remaining[slot] = 0;
         size--;
-        return true;
     }
 
     /** After a batch of takes: gives memory back when the ring is under an eighth full. */
@@ -136,10 +200,12 @@ final class PendingAcks {
         byte[][] oldAcks = acks;
         JsonNode[] oldTemps = temps;
         GObj[] oldGates = gates;
+        int[] oldRemaining = remaining;
         tokens = new long[capacity];
         acks = new byte[capacity][];
         temps = new JsonNode[capacity];
         gates = new GObj[capacity];
+        remaining = new int[capacity];
         size = 0;
         // oldest first, so that at the maximum a collision forgets the older entry
         long[] order = oldTokens.clone();
@@ -147,7 +213,7 @@ final class PendingAcks {
         for (long t : order) {
             if (t == 0) continue;
             int from = (int) t & (oldTokens.length - 1);
-            put(t, oldAcks[from], oldTemps[from], oldGates[from]);
+            put(t, oldAcks[from], oldTemps[from], oldGates[from], oldRemaining[from]);
         }
     }
 
@@ -166,7 +232,7 @@ final class PendingAcks {
 
     /**
      * For the next revision of the relay: the next token, and every entry (token, the ack's bytes, the temp node
-     * and a reference to the gate), oldest first. JSON and api types only: the next revision has its own class.
+     * and a reference to the gate; a batch's entry also its tells to come, and no ack once answered), oldest first. JSON and api types only: the next revision has its own class.
      */
     void exportState(ObjectNode s) {
         s.put("next_token", nextToken);
@@ -179,7 +245,9 @@ final class PendingAcks {
             int slot = (int) t & (tokens.length - 1);
             ObjectNode o = list.addObject();
             o.put("token", t);
-            o.put("ack", acks[slot]);
+            if (acks[slot] != null) o.put("ack", acks[slot]);
+            else o.put("answered", true);
+            if (remaining[slot] != 1) o.put("remaining", remaining[slot]);
             if (temps[slot] != null) o.set("temp", temps[slot]);
             if (gates[slot] != null) Kw.putRef(o, "gate", gates[slot]);
         }
@@ -199,17 +267,22 @@ final class PendingAcks {
         for (JsonNode o : list) {
             long t = o.path("token").asLong(0);
             JsonNode ack = o.get("ack");
-            if (t <= 0 || ack == null || !ack.isBinary()) {
-                throw new IllegalArgumentException("a pending ack without token or bytes");
+            boolean answered = o.path("answered").asBoolean(false);
+            int messages = o.path("remaining").asInt(1);
+            if (t <= 0 || messages < 1 || (!answered && (ack == null || !ack.isBinary()))) {
+                throw new IllegalArgumentException("a pending ack without token, tells to come or bytes");
             }
-            byte[] bytes;
-            try {
-                bytes = ack.binaryValue();
-            } catch (IOException e) {
-                throw new IllegalArgumentException("a pending ack's bytes cannot be read", e);
+            byte[] bytes = null;
+            if (!answered) {
+                try {
+                    bytes = ack.binaryValue();
+                } catch (IOException e) {
+                    throw new IllegalArgumentException("a pending ack's bytes cannot be read", e);
+                }
             }
             JsonNode temp = o.get("temp");
-            put(t, bytes, temp == null || temp.isNull() ? null : temp, Kw.ref(o, "gate", GObj.class));
+            put(t, bytes, answered || temp == null || temp.isNull() ? null : temp,
+                    answered ? null : Kw.ref(o, "gate", GObj.class), messages);
             nextToken = Math.max(nextToken, t + 1);
         }
     }

@@ -93,8 +93,11 @@ public final class Relay implements GObjBehavior {
 
     // --- Spec ---
 
-    /** The version of the state {@link #onExport} gives; {@link #onImport} takes this one only. */
-    static final int STATE_VERSION = 2;
+    /**
+     * The version of the state {@link #onExport} gives: 3 adds a batch's tells to come and answered entries to the
+     * acks owed ({@link PendingAcks}); {@link #onImport} takes {@link #OLDEST_STATE_VERSION} to this one.
+     */
+    static final int STATE_VERSION = 3;
     /** The oldest state version {@link #onImport} takes: 1 (no acks owed by token, which 2 adds). */
     static final int OLDEST_STATE_VERSION = 1;
 
@@ -105,6 +108,7 @@ public final class Relay implements GObjBehavior {
             .fsm(FSM)
             .traceLevel(TRACE_MESSAGES, "Trace every message forwarded and every ack or nack sent upstream")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesBatches()
             .stateVersion(STATE_VERSION)
             .factory(Relay::new)
             .build();
@@ -151,6 +155,8 @@ public final class Relay implements GObjBehavior {
     private long forgottenSaid;
     /** Tokens told back that this relay does not hold (forgotten, or told twice). */
     private final Streak unknownToken = new Streak();
+    /** Batches that cannot be read (no md dict, ranges outside the buffer). */
+    private final Streak badBatch = new Streak();
 
     Relay(GObj gobj) {
         this.gobj = gobj;
@@ -241,7 +247,8 @@ public final class Relay implements GObjBehavior {
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
-        gobj.inc(RX_MSGS);
+        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        gobj.add(RX_MSGS, batch == null ? 1 : batch.length / 2);
         GObj out = gobj.yuno().service(gobj.read(OUTPUT));
         if (out == null) {
             if (outputMissing.hit()) {
@@ -257,6 +264,11 @@ public final class Relay implements GObjBehavior {
             Glog.info(gobj, "Output gate back", "output", gobj.read(OUTPUT), "refused", outputMissing.end());
         }
         JsonNode temp = kw.get(Kw.TEMP);
+        if (batch != null) return forwardBatch(out, kw, batch, temp, src);
+        return forwardOne(out, kw, temp, src);
+    }
+
+    private int forwardOne(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         return out.gclass().confirmsDurability()
                 ? forwardDurable(out, kw, temp, src)
                 : forwardRaw(out, kw, temp, src);
@@ -279,7 +291,9 @@ public final class Relay implements GObjBehavior {
 
     /** Answers the producer of {@code token}; a token this relay does not hold is said once per streak. */
     private void answerToken(long token, int result) {
-        if (!pending.take(token)) {
+        int told = pending.tell(token, result < 0);
+        if (told == PendingAcks.WAITING) return;
+        if (told == PendingAcks.UNKNOWN) {
             if (unknownToken.hit()) {
                 Glog.warn(gobj, "Durable token not known here (told twice, or its ack was dropped): no ack sent"
                         + " (said once until a known one comes)", "token", token);
@@ -412,6 +426,152 @@ public final class Relay implements GObjBehavior {
     }
 
     /**
+     * A batch ({@link Kw#BATCH}): to an output that takes records and answers tokens, every message of it goes with
+     * one token, and the producer gets one ack echoing the batch's {@code __md_trq__} when the output told the last
+     * one durable, or a nack at the first refusal (the rest of the batch is not sent). To any other output, or while
+     * traced, each message goes alone with the batch's md plus its index ({@link Kw#BATCH_INDEX}), and is answered
+     * alone, as if the producer had sent it so.
+     */
+    private int forwardBatch(GObj out, ObjectNode kw, int[] ranges, JsonNode temp, GObj src) {
+        ByteBuf buf = Kw.takeGbuffer(kw);
+        JsonNode mdNode = kw.get(Kw.MD_TRQ);
+        ObjectNode md = mdNode instanceof ObjectNode ? (ObjectNode) mdNode : null;
+        try {
+            String bad = buf == null ? "no gbuffer" : md == null ? "no __md_trq__ dict"
+                    : badRanges(ranges, buf.readableBytes());
+            if (bad != null) {
+                gobj.add(BAD_JSON, ranges.length / 2);
+                if (badBatch.hit()) {
+                    Glog.error(gobj, "Batch refused: " + bad + " (said once until a good batch comes)",
+                            "messages", ranges.length / 2);
+                }
+                if (md != null) answerUpstream(md.deepCopy(), temp, src, REFUSED_RESULT);
+                return -1;
+            }
+            if (badBatch.active()) Glog.info(gobj, "Batches readable again", "refused", badBatch.end());
+            GClassSpec<?> spec = out.gclass();
+            byte[] ackStart = spec.confirmsDurability() && spec.takesJsonRecords() && spec.answersDurableTokens()
+                    && !gobj.isTraced(TRACE_MESSAGES) ? MdTrq.ackStartWithRoom(md) : null;
+            return ackStart == null
+                    ? forwardBatchApart(out, buf, ranges, md, temp, src)
+                    : forwardBatchByToken(out, buf, ranges, ackStart, temp, src);
+        } finally {
+            if (buf != null) buf.release();
+        }
+    }
+
+    /** Why the ranges of a batch cannot be read from a buffer of {@code size} readable bytes; null when they can. */
+    private static String badRanges(int[] ranges, int size) {
+        if (ranges.length == 0 || (ranges.length & 1) != 0) return "its ranges are not start and end pairs";
+        for (int i = 0; i < ranges.length; i += 2) {
+            if (ranges[i] < 0 || ranges[i] >= ranges[i + 1] || ranges[i + 1] > size) return "a range is outside it";
+        }
+        return null;
+    }
+
+    private int forwardBatchByToken(GObj out, ByteBuf buf, int[] ranges, byte[] ackStart, JsonNode temp, GObj src) {
+        int count = ranges.length / 2;
+        long token = pending.add(ackStart, temp, src, count);
+        int base = buf.readerIndex();
+        int r = 0;
+        for (int i = 0; i < count; i++) {
+            ObjectNode msg = batchMessage(buf.slice(base + ranges[2 * i], ranges[2 * i + 1] - ranges[2 * i]));
+            if (msg != null) {
+                msg.put(Kw.DURABLE_TOKEN, token);
+                r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
+            } else {
+                r = -1;
+            }
+            if (r < 0) {
+                gobj.add(REFUSED, count - i);
+                if (pending.refuse(token, count - i)) {
+                    answerUpstream(MdTrq.endAckInPlace(pending.takenAck, REFUSED_RESULT), null, pending.takenTemp,
+                            pending.takenGate, REFUSED_RESULT);
+                }
+                break;
+            }
+            gobj.inc(TX_MSGS);
+        }
+        noteForgotten();
+        gobj.setLong(PENDING_ACKS, pending.size());
+        return r < 0 ? r : 0;
+    }
+
+    /**
+     * One message of a batch as the output stores it: the producer's bytes as the record when they are in that form
+     * ({@link MdTrq#scanRecord}), else its dict; null when it is not a JSON object (said once per streak).
+     */
+    private ObjectNode batchMessage(ByteBuf one) {
+        try {
+            int found = scan.scanRecord(one);
+            byte[] record = found == MdTrq.UNSURE ? null : scan.record();
+            ObjectNode msg;
+            if (record != null) {
+                msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
+                msg.put(Kw.JSON_RECORD, true);
+            } else {
+                msg = found == MdTrq.UNSURE ? Kw.parse(one) : scan.tree();
+                msg.remove(Kw.MD_TRQ);
+                msg.remove(Kw.TEMP);
+            }
+            if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
+            return msg;
+        } catch (IOException e) {
+            gobj.inc(BAD_JSON);
+            if (notJson.hit()) {
+                Glog.error(gobj, "Message is not a JSON object, not forwarded (said once until a JSON message comes)",
+                        "error", e.getMessage(), "dump", preview(one));
+            }
+            return null;
+        }
+    }
+
+    /** Each message of a batch on its own, with the batch's md and its index: acked one by one. */
+    private int forwardBatchApart(GObj out, ByteBuf buf, int[] ranges, ObjectNode md, JsonNode temp, GObj src) {
+        byte[] mdHead = batchMdHead(md);
+        int base = buf.readerIndex();
+        for (int i = 0; i < ranges.length / 2; i++) {
+            int from = base + ranges[2 * i];
+            int close = base + ranges[2 * i + 1] - 1;
+            while (close > from && isWs(buf.getByte(close))) close--;
+            int inner = close - 1;
+            while (inner > from && isWs(buf.getByte(inner))) inner--;
+            if (buf.getByte(from) != '{' || buf.getByte(close) != '}') {
+                gobj.add(BAD_JSON, ranges.length / 2 - i);
+                Glog.error(gobj, "Batch message is not a JSON object: it and the rest of its batch not forwarded",
+                        "index", i, "dump", preview(buf.slice(from, close + 1 - from)));
+                ObjectNode nack = md.deepCopy();
+                nack.put(Kw.BATCH_INDEX, i);
+                answerUpstream(nack, temp, src, REFUSED_RESULT);
+                return -1;
+            }
+            ByteBuf m = Unpooled.buffer(close - from + mdHead.length + 16);
+            m.writeBytes(buf, from, (inner == from ? from + 1 : close) - from);
+            if (inner != from) m.writeByte(',');
+            m.writeBytes(mdHead);
+            m.writeCharSequence(Integer.toString(i), StandardCharsets.US_ASCII);
+            m.writeByte('}').writeByte('}');
+            ObjectNode one = Kw.withGbuffer(m);
+            if (temp != null) one.set(Kw.TEMP, temp);
+            int r = forwardOne(out, one, temp, src);
+            if (r < 0) return r;
+        }
+        return 0;
+    }
+
+    /** {@code "__md_trq__":{...the batch's md...,"msg":}: what every message of a batch sent apart carries. */
+    private static byte[] batchMdHead(ObjectNode md) {
+        String json = md.toString();
+        String head = "\"" + Kw.MD_TRQ + "\":" + json.substring(0, json.length() - 1) + (md.size() > 0 ? "," : "")
+                + "\"" + Kw.BATCH_INDEX + "\":";
+        return head.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static boolean isWs(byte b) {
+        return b == ' ' || b == '\t' || b == '\r' || b == '\n';
+    }
+
+    /**
      * The ack's bytes ({@link MdTrq#ackStartWithRoom}) stay here, in {@link PendingAcks}, and the message goes with a token
      * ({@link Kw#DURABLE_TOKEN}): the output tells many tokens back in one {@link Ev#EV_ON_DURABLE_TOKENS} when a
      * commit covers them, and nothing per message is built for it.
@@ -473,6 +633,12 @@ public final class Relay implements GObjBehavior {
 
     /** A message the relay cannot forward at all (no output): its producer gets a nack if it asked for an ack. */
     private void nackUpstream(ObjectNode kw, GObj inputGate) {
+        if (kw.has(Kw.BATCH)) {
+            JsonNode md = kw.get(Kw.MD_TRQ);
+            if (md instanceof ObjectNode) answerUpstream(((ObjectNode) md).deepCopy(), kw.get(Kw.TEMP), inputGate,
+                    REFUSED_RESULT);
+            return;
+        }
         ByteBuf buf = Kw.gbuffer(kw);
         if (buf == null) return;
         int found = scan.scan(buf);

@@ -137,4 +137,37 @@ class PendingAcksTest {
         bad.putArray("pending_acks").addObject().put("token", 4);
         assertThrows(IllegalArgumentException.class, () -> new PendingAcks().importState(bad));
     }
+    @Test
+    void shouldOweABatchsAckAfterItsLastTellOrAtItsFirstRefusalAndKeepTheCountThroughAHandover() {
+        PendingAcks p = new PendingAcks(16, 64);
+        long batch = p.add(ack(1), temp(1), null, 3);
+        long refused = p.add(ack(2), temp(2), null, 4);
+        long cut = p.add(ack(3), temp(3), null, 5);
+        assertEquals(PendingAcks.WAITING, p.tell(batch, false));
+        assertEquals(PendingAcks.WAITING, p.tell(batch, false));
+        assertEquals(PendingAcks.ANSWER, p.tell(batch, false));
+        assertArrayEquals(ack(1), p.takenAck);
+        assertEquals(PendingAcks.UNKNOWN, p.tell(batch, false), "told once per message, no more");
+
+        assertEquals(PendingAcks.ANSWER, p.tell(refused, true), "the first refusal answers the batch");
+        assertArrayEquals(ack(2), p.takenAck);
+        assertEquals(PendingAcks.WAITING, p.tell(refused, false), "answered, still held for the tells to come");
+
+        assertTrue(p.refuse(cut, 3), "two sent, three never will be: the nack is owed at once");
+        assertArrayEquals(ack(3), p.takenAck);
+        assertFalse(p.refuse(cut, 0), "answered once");
+
+        ObjectNode state = Kw.create();
+        p.exportState(state);
+        PendingAcks next = new PendingAcks(16, 64);
+        next.importState(state);
+        assertEquals(2, next.size());
+        assertEquals(PendingAcks.WAITING, next.tell(refused, false));
+        assertEquals(PendingAcks.WAITING, next.tell(refused, false), "the last tell of an answered batch answers nothing");
+        assertEquals(PendingAcks.UNKNOWN, next.tell(refused, false));
+        assertEquals(PendingAcks.WAITING, next.tell(cut, false));
+        assertEquals(PendingAcks.WAITING, next.tell(cut, false));
+        assertEquals(0, next.size());
+        assertThrows(IllegalArgumentException.class, () -> p.add(ack(4), null, null, 0));
+    }
 }

@@ -73,13 +73,15 @@ class RelayTest {
         final List<Long> tokens = new ArrayList<>();
         final List<GObj> tokenSenders = new ArrayList<>();
         boolean refuse;
+        /** Refuses every message once this many are stored (-1: no limit). */
+        int refuseAfter = -1;
 
         FakeDurableOutput(GObj g) {
             this.gobj = g;
         }
 
         int acSend(String ev, ObjectNode kw, GObj src) {
-            if (refuse) return -1;
+            if (refuse || stored.size() == refuseAfter) return -1;
             JsonNode d = kw.remove(Kw.DURABLE);
             JsonNode t = kw.remove(Kw.DURABLE_TOKEN);
             if (t != null) {
@@ -269,6 +271,111 @@ class RelayTest {
             out.add(a.get("payload").asText());
         }
         return out;
+    }
+
+    /** A producer's batch ({@link Kw#BATCH}): the objects of {@code body} at the ranges given, and the batch's md. */
+    private void receiveBatch(String body, int[] ranges, int conn, int req) {
+        rt.run(() -> {
+            ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("xx" + body, StandardCharsets.UTF_8).skipBytes(2));
+            kw.putObject(Kw.MD_TRQ).put("conn", conn).put("req", req);
+            Kw.putRef(kw, Kw.BATCH, ranges);
+            kw.putObject(Kw.TEMP).put("channel", "in-1");
+            rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
+        });
+    }
+
+    private static final String BATCH_BODY = "{\"id\":1}\n{ \"id\" : 2, \"f\": 1.5 }\n{\"id\":3,\"__md_trq__\":{\"x\":1}}";
+    /** The three objects of {@link #BATCH_BODY}, from its first byte. */
+    private static final int[] BATCH_RANGES = {0, 8, 9, 31, 32, 61};
+
+    @Test
+    void shouldSendABatchWithOneTokenAndAckItOnceWhenTheOutputToldEveryMessage() throws IOException {
+        start("C_SOME_TOKEN_OUTPUT");
+        receiveBatch(BATCH_BODY, BATCH_RANGES, 7, 3);
+        FakeDurableOutput out = output();
+        List<Long> tokens = rt.call(() -> new ArrayList<>(out.tokens));
+        assertEquals(List.of(1L, 1L, 1L), tokens, "one token for the batch");
+        rt.run(() -> {
+            assertEquals("{\"id\":1}", Kw.gbuffer(out.stored.get(0)).toString(StandardCharsets.UTF_8));
+            assertTrue(out.stored.get(0).path(Kw.JSON_RECORD).asBoolean(), "a record as the queue stores it");
+            assertEquals(1.5, out.stored.get(1).path("f").asDouble(), "a float goes as its dict");
+            assertFalse(out.stored.get(1).has(Kw.MD_TRQ));
+            assertEquals("{\"id\":3}", Kw.gbuffer(out.stored.get(2)).toString(StandardCharsets.UTF_8),
+                    "a producer's own __md_trq__ is not stored");
+        });
+        assertEquals(3, stats().get("rxMsgs").asInt());
+        assertEquals(3, stats().get("txMsgs").asInt());
+        assertEquals(1, stats().get("pending_acks").asInt());
+        rt.run(() -> out.confirmTokens(List.of(1L, 1L), 0));
+        assertTrue(ackPayloads().isEmpty(), "no ack before the last message of the batch is durable");
+        rt.run(() -> out.confirmTokens(List.of(1L), 0));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":7,\"req\":3,\"result\":0}}"), ackPayloads());
+        assertEquals(0, stats().get("pending_acks").asInt());
+        rt.run(() -> out.confirmTokens(List.of(1L), 0));
+        assertEquals(1, count("Durable token not known here"), "a fourth tell is a stranger");
+    }
+
+    @Test
+    void shouldNackABatchOnceAtTheFirstRefusalAndSendNothingAfterIt() {
+        start("C_SOME_TOKEN_OUTPUT");
+        FakeDurableOutput out = output();
+        rt.run(() -> out.refuseAfter = 1);
+        receiveBatch(BATCH_BODY, BATCH_RANGES, 7, 4);
+        assertEquals(1, rt.call(() -> out.stored.size()), "nothing of the batch is sent after the refusal");
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":7,\"req\":4,\"result\":-1}}"), ackPayloads());
+        assertEquals(2, stats().get("refused").asInt());
+        assertEquals(1, stats().get("pending_acks").asInt(), "the message sent before is still to be told");
+        rt.run(() -> out.confirmTokens(List.of(1L), 0));
+        assertEquals(1, ackPayloads().size(), "answered once");
+        assertEquals(0, stats().get("pending_acks").asInt());
+        assertEquals(0, count("Durable token not known here"));
+    }
+
+    @Test
+    void shouldNackABatchOnceWhenAQueueTellsOneOfItsMessagesWillNeverBeDurable() {
+        start("C_SOME_TOKEN_OUTPUT");
+        receiveBatch(BATCH_BODY, BATCH_RANGES, 7, 5);
+        FakeDurableOutput out = output();
+        rt.run(() -> out.confirmTokens(List.of(1L), -1));
+        rt.run(() -> out.confirmTokens(List.of(1L, 1L), 0));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":7,\"req\":5,\"result\":-1}}"), ackPayloads());
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    @Test
+    void shouldSendABatchMessageByMessageWithItsIndexToAnOutputThatDoesNotAnswerTokens() {
+        start("C_SOME_DURABLE_OUTPUT");
+        receiveBatch(BATCH_BODY, BATCH_RANGES, 7, 6);
+        FakeDurableOutput out = output();
+        assertEquals(3, rt.call(() -> out.stored.size()));
+        assertTrue(rt.call(() -> out.tokens.isEmpty()));
+        rt.run(out::confirmAll);
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":7,\"req\":6,\"msg\":0,\"result\":0}}",
+                "{\"__md_trq__\":{\"conn\":7,\"req\":6,\"msg\":1,\"result\":0}}",
+                "{\"__md_trq__\":{\"conn\":7,\"req\":6,\"msg\":2,\"result\":0}}"), ackPayloads());
+        rt.run(() -> assertEquals(2, out.stored.get(1).path("id").asInt()));
+    }
+
+    @Test
+    void shouldForwardABatchToAPlainGateMessageByMessageAndAckEachAtOnce() {
+        start("C_IOGATE");
+        receiveBatch("{}\n{\"a\":1}", new int[] {0, 2, 3, 10}, 1, 2);
+        List<ObjectNode> sent = rt.call(() -> ((FakeGate) rt.service("out").behavior()).sent);
+        assertEquals(2, sent.size());
+        assertEquals("{\"__md_trq__\":{\"conn\":1,\"req\":2,\"msg\":0}}", sent.get(0).get("payload").asText());
+        assertEquals("{\"a\":1,\"__md_trq__\":{\"conn\":1,\"req\":2,\"msg\":1}}",
+                sent.get(1).get("payload").asText());
+        assertEquals(2, rt.call(() -> input().sent.size()));
+    }
+
+    @Test
+    void shouldRefuseABatchWhoseRangesAreOutsideItsBufferAndNackIt() {
+        start("C_SOME_TOKEN_OUTPUT");
+        receiveBatch("{\"a\":1}", new int[] {0, 7, 7, 90}, 1, 9);
+        assertEquals(0, rt.call(() -> output().stored.size()));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":1,\"req\":9,\"result\":-1}}"), ackPayloads());
+        assertEquals(1, count("Batch refused: a range is outside it"), logs.toString());
+        assertEquals(2, stats().get("bad_json").asInt());
     }
 
     @Test
