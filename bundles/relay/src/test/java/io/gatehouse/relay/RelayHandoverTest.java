@@ -200,6 +200,39 @@ class RelayHandoverTest {
     }
 
     @Test
+    void shouldAckABatchOnceWhenItsLastMessagesAreToldAfterTheUpgrade() {
+        startWithTokenOutput(Relay.STATE_VERSION);
+        for (int req = 1; req <= 2; req++) {
+            int r = req;
+            rt.run(() -> {
+                ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("{\"a\":1}\n{\"a\":2}\n{\"a\":3}",
+                        StandardCharsets.UTF_8));
+                kw.putObject(Kw.MD_TRQ).put("conn", 5).put("req", r);
+                Kw.putRef(kw, Kw.BATCH, new int[] {0, 7, 8, 15, 16, 23});
+                kw.putObject(Kw.TEMP).put("channel", "in-1");
+                rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
+            });
+        }
+        // the first batch: one message told and one refused before the upgrade (answered: a nack), one after;
+        // the second: two told before, the last after
+        rt.run(() -> output().confirmTokens(List.of(1L, 2L, 2L), 0));
+        rt.run(() -> output().confirmTokens(List.of(1L), -1));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":5,\"req\":1,\"result\":-1}}"), payloads());
+        upgrade();
+        assertEquals(2, stats().get("pending_acks").asInt(), "both batches, one of them answered, handed over");
+        rt.run(() -> output().confirmTokens(List.of(1L, 2L), 0));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":5,\"req\":1,\"result\":-1}}",
+                "{\"__md_trq__\":{\"conn\":5,\"req\":2,\"result\":0}}"), payloads());
+        assertEquals(0, stats().get("pending_acks").asInt());
+    }
+
+    private List<String> payloads() {
+        List<String> out = new ArrayList<>();
+        for (ObjectNode a : acks()) out.add(a.get("payload").asText());
+        return out;
+    }
+
+    @Test
     void shouldTakeTheStateOfARevisionBeforeTokens() {
         startWithTokenOutput(1);
         receiveWithMd("m1", 1);
