@@ -239,6 +239,7 @@ public final class ProtHttpSr implements GObjBehavior {
     private final ByteBufAllocator alloc = ByteBufAllocator.DEFAULT;
     /** Reads the relay's acks without a tree. */
     private final AckScan ackScan = new AckScan();
+    private final ObjectRanges objectRanges = new ObjectRanges();
     /** Messages (lines) up to this size are built in unpooled heap buffers. */
     private static final int MESSAGE_HEAP_MAX = 64 * 1024;
     /** codec-http's decoder for the current connection; null while disconnected. */
@@ -685,7 +686,9 @@ public final class ProtHttpSr implements GObjBehavior {
         try {
             byte[] a = body.array();
             int off = body.arrayOffset() + body.readerIndex();
-            Ndjson.Scan s = Ndjson.scan(a, off, body.readableBytes(), gobj.readInt(MAX_LINES));
+            int maxLines = gobj.readInt(MAX_LINES);
+            Ndjson.Scan s = objectRanges.scan(a, off, body.readableBytes(), maxLines);
+            if (s == null) s = Ndjson.scan(a, off, body.readableBytes(), maxLines);
             if (s.tooMany) {
                 ObjectNode e = error("too many messages in one request");
                 e.put("max_lines", gobj.readLong(MAX_LINES));
