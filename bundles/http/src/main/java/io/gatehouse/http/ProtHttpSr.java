@@ -48,10 +48,12 @@ import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * C_PROT_HTTP_SR: HTTP/1.1 ingest over a transport bottom (a clisrv C_TCP bound by C_TCP_S), under a C_CHANNEL.
- * {@code POST <ingest_path>} carries one JSON object or NDJSON (one object per line, a batch); every object goes up
- * as its own EV_ON_MESSAGE with a {@code __md_trq__} of this connection ({@code conn}, {@code req}, {@code msg}),
- * which C_RELAY acks ({@code result} 0) once the output stored it durably, or nacks (negative) when the output
- * refused it. The request is answered {@code 200 {"accepted": N}} when all N are acked, and {@code 503} with
+ * {@code POST <ingest_path>} carries one JSON object or NDJSON (one object per line, a batch). The objects of a
+ * request go up in one EV_ON_MESSAGE ({@link Kw#BATCH}) with the request's {@code __md_trq__} ({@code conn},
+ * {@code req}) when every gobj above takes batches, and C_RELAY acks the request once ({@code result} 0) when the
+ * output stored them all durably, or nacks it (negative) at the first refusal; otherwise every object goes up as its
+ * own EV_ON_MESSAGE whose {@code __md_trq__} also has its index ({@code msg}), acked alone. The request is answered
+ * {@code 200 {"accepted": N}} when all N are acked, and {@code 503} with
  * {@code Retry-After} at the first nack, when nothing upstream takes a message, or when the acks do not all come
  * within {@code timeout_durable}: the client sends the whole request again (at least once). The body is checked
  * whole before anything goes up, so a bad line is a {@code 400} naming it and nothing of that request is stored.
