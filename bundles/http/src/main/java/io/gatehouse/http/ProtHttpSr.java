@@ -133,6 +133,8 @@ public final class ProtHttpSr implements GObjBehavior {
             "Requests answered 4xx (bad JSON, too large, no token, unknown path or method)");
     static final Attr<Long> PROTOCOL_ERRORS = Attr.counter("protocol_errors", AttrFlag.RSTATS,
             "Connections closed for malformed HTTP or a header/body timeout");
+    static final Attr<Long> BATCHED = Attr.counter("batched_requests", AttrFlag.RSTATS,
+            "Requests whose objects went up as one batch, acked once (every gobj above takes batches)");
     static final Attr<Long> STALE_ACKS = Attr.counter("stale_acks", AttrFlag.RSTATS,
             "Acks for requests already answered or of an earlier connection (ignored)");
 
@@ -188,7 +190,7 @@ public final class ProtHttpSr implements GObjBehavior {
             .attrs(INGEST_PATH, HEALTH_PATH, HEALTH_SERVICES, BEARER_TOKEN, MAX_BODY_SIZE, MAX_LINES, MAX_PIPELINED,
                     MAX_HEADER_SIZE, MAX_URI_LENGTH, TIMEOUT_HEADER, TIMEOUT_BODY, TIMEOUT_INACTIVITY, TIMEOUT_DURABLE,
                     RETRY_AFTER, TIMEOUT_CLOSE, CONNECTED, IN_FLIGHT, REQUESTS, ACCEPTED, MSGS_ACCEPTED, REFUSED,
-                    REJECTED, PROTOCOL_ERRORS, STALE_ACKS)
+                    REJECTED, PROTOCOL_ERRORS, BATCHED, STALE_ACKS)
             .fsm(FSM)
             .traceLevel(TRACE_TRAFFIC, "Trace every request line and the status it was answered")
             .acceptUnusedYunetaKeys("user_data", "user_data2")
@@ -754,6 +756,7 @@ public final class ProtHttpSr implements GObjBehavior {
         md.put(MD_REQ, q.seq);
         Kw.putRef(kw, Kw.BATCH, ranges);
         q.batched = true;
+        gobj.inc(BATCHED);
         int r = gobj.publish(Ev.EV_ON_MESSAGE, kw);
         if (decoder == null || gobj.isDestroyed() || q.answer != null) return;
         if (r < 0) refuse(q, "refused by the input side");

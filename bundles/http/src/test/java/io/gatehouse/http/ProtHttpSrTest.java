@@ -190,6 +190,7 @@ class ProtHttpSrTest {
         assertEquals(List.of(200), statuses(wire));
         assertEquals(3, lastBody(wire).get("accepted").asInt());
         assertEquals(3, stat("accepted_msgs"));
+        assertEquals(1, stat("batched_requests"));
         // a nack of the batch: 503, nothing half-accepted
         rx(post("{\"id\":1}\n{\"id\":2}"));
         rt.run(() -> relay().ackHeld(-1));
@@ -226,6 +227,7 @@ class ProtHttpSrTest {
         assertEquals(List.of(200), statuses(out()));
         assertTrue(rt.call(() -> relay().batchSizes.isEmpty()));
         assertEquals(1, rt.call(() -> relay().mds.get(1).get("msg").asInt()));
+        assertEquals(0, stat("batched_requests"));
     }
 
     @Test
