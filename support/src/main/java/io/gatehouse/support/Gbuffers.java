@@ -69,6 +69,28 @@ public final class Gbuffers {
     }
 
     /**
+     * Writes the JSON object {@code src[start, end)} (its '{' at start, white space after its '}' allowed) into
+     * {@code out} with {@code mdHead} and {@code index} added as its last key, e.g. {@code "__md_trq__":{...,"msg":} then the index and
+     * the two closing braces: a receiver takes the last of duplicate keys, so an object's own key of that name cannot
+     * stand in for it. False, with nothing written, when the range is not an object's braces.
+     */
+    public static boolean writeWithLastKey(ByteBuf out, ByteBuf src, int start, int end, byte[] mdHead, long index) {
+        int from = start;
+        int close = end - 1;
+        while (close > from && JsonScan.isWs(src.getByte(close))) close--;
+        if (close <= from || src.getByte(from) != '{' || src.getByte(close) != '}') return false;
+        int inner = close - 1;
+        while (inner > from && JsonScan.isWs(src.getByte(inner))) inner--;
+        boolean empty = inner == from;   // only white space between '{' and '}'
+        out.writeBytes(src, from, (empty ? from + 1 : close) - from);
+        if (!empty) out.writeByte(',');
+        out.writeBytes(mdHead);
+        writeDecimal(out, index);
+        out.writeByte('}').writeByte('}');
+        return true;
+    }
+
+    /**
      * {@code v} in decimal ASCII, as {@link Long#toString} writes it, with no String made: for numbers written into
      * messages on the hot path (queue metadata, acks, message ids). Two digits per division, as Long.toString does.
      */

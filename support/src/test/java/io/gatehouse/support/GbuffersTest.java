@@ -95,4 +95,22 @@ class GbuffersTest {
             root.release();
         }
     }
+
+    @Test
+    void shouldWriteAnObjectWithAKeyAddedLastOrNothingForWhatIsNotAnObject() {
+        byte[] head = "\"__md_trq__\":{\"req\":4,\"msg\":".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        io.netty.buffer.ByteBuf src = io.netty.buffer.Unpooled.copiedBuffer(
+                "{\"a\":1} \n{ \n }[1]", java.nio.charset.StandardCharsets.US_ASCII);
+        io.netty.buffer.ByteBuf out = io.netty.buffer.Unpooled.buffer();
+        assertTrue(Gbuffers.writeWithLastKey(out, src, 0, 9, head, 7));
+        assertEquals("{\"a\":1,\"__md_trq__\":{\"req\":4,\"msg\":7}}",
+                out.toString(java.nio.charset.StandardCharsets.US_ASCII));
+        out.clear();
+        assertTrue(Gbuffers.writeWithLastKey(out, src, 9, 14, head, 12));
+        assertEquals("{\"__md_trq__\":{\"req\":4,\"msg\":12}}",
+                out.toString(java.nio.charset.StandardCharsets.US_ASCII));
+        out.clear();
+        assertFalse(Gbuffers.writeWithLastKey(out, src, 14, 17, head, 0));
+        assertEquals(0, out.readableBytes(), "nothing written");
+    }
 }

@@ -83,21 +83,13 @@ final class Ndjson {
     }
 
     /**
-     * Writes the object {@code a[start, end)} into {@code out} with {@code "__md_trq__": {conn, req, msg}} added as
-     * its last key: the relay takes the last of duplicate keys, so a client's own {@code __md_trq__} cannot stand
-     * in for ours. {@code mdHead} is the part every message of the request shares ({@link #mdHead}), written once
-     * per request.
+     * Writes the object {@code body[start, end)} into {@code out} with {@code "__md_trq__": {conn, req, msg}} added
+     * as its last key ({@link Gbuffers#writeWithLastKey}): the relay takes the last of duplicate keys, so a client's
+     * own {@code __md_trq__} cannot stand in for ours. {@code mdHead} is the part every message of the request
+     * shares ({@link #mdHead}), written once per request. The ranges come from a scan that found the objects.
      */
-    static void writeMessage(ByteBuf out, byte[] a, int start, int end, byte[] mdHead, int msg) {
-        int close = end - 1;   // the object's '}'
-        int k = close - 1;
-        while (k > start && isSpace(a[k])) k--;
-        boolean empty = k == start;   // only white space between '{' and '}'
-        out.writeBytes(a, start, (empty ? start + 1 : close) - start);
-        if (!empty) out.writeByte(',');
-        out.writeBytes(mdHead);
-        Gbuffers.writeDecimal(out, msg);
-        out.writeByte('}').writeByte('}');
+    static void writeMessage(ByteBuf out, ByteBuf body, int start, int end, byte[] mdHead, int msg) {
+        Gbuffers.writeWithLastKey(out, body, start, end, mdHead, msg);
     }
 
     /** {@code "__md_trq__":{"conn":C,"req":R,"msg":}: the metadata up to the message's index. */
@@ -106,8 +98,4 @@ final class Ndjson {
                 + req + new String(MD_MSG, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
     }
 
-
-    private static boolean isSpace(byte b) {
-        return b == ' ' || b == '\t' || b == '\r' || b == '\n';
-    }
 }

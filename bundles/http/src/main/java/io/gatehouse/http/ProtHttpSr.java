@@ -718,13 +718,14 @@ public final class ProtHttpSr implements GObjBehavior {
                 return;
             }
             byte[] mdHead = Ndjson.mdHead(connId, q.seq);
+            ByteBuf whole = Unpooled.wrappedBuffer(a);   // the scan's ranges are indexes into the array
             for (int i = 0; i < s.count; i++) {
                 int len = s.ends[i] - s.starts[i];
                 // unpooled, its bytes starting its array: it lives a moment (the relay reads it in place and stores
                 // a record of its own), and never reaches a pool arena nor the leak detector's sampling
                 int size = len + mdHead.length + 13;
                 ByteBuf m = size <= MESSAGE_HEAP_MAX ? Unpooled.buffer(size) : alloc.heapBuffer(size);
-                Ndjson.writeMessage(m, a, s.starts[i], s.ends[i], mdHead, i);
+                Ndjson.writeMessage(m, whole, s.starts[i], s.ends[i], mdHead, i);
                 int r = gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(m));
                 if (decoder == null || gobj.isDestroyed()) return;   // dropped while the message went up
                 if (q.answer != null) return;   // nacked: the rest of the request is not offered
