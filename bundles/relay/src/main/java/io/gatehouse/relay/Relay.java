@@ -16,6 +16,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputGates;
 import io.gatehouse.support.Streak;
@@ -377,9 +378,7 @@ public final class Relay implements GObjBehavior {
                     && out.gclass().answersDurableTokens();
             if (found == MdTrq.FOUND && scan.simple()) ackStart = byToken ? scan.ackStartWithRoom() : scan.ackStart();
             if (record != null) {
-                // The producer's bytes are the record the output would store for the dict: they go as they are.
-                msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
-                msg.put(Kw.JSON_RECORD, true);
+                msg = recordMessage(record);
                 // The md's dict only where the ack's bytes are not kept (or for a trace): the ack needs no more.
                 upstreamMd = found != MdTrq.FOUND ? null
                         : ackStart == null || gobj.isTraced(TRACE_MESSAGES) ? scan.mdTree() : MD_IN_ACK;
@@ -389,16 +388,12 @@ public final class Relay implements GObjBehavior {
                 upstreamMd = msg.remove(Kw.MD_TRQ);
             }
         } catch (IOException e) {
-            gobj.inc(BAD_JSON);
-            if (notJson.hit()) {
-                Glog.error(gobj, "Message is not a JSON object, not forwarded (said once until a JSON message comes)",
-                        "error", e.getMessage(), "dump", preview(buf));
-            }
+            notJson(e, buf);
             return -1;
         } finally {
             if (buf != null) buf.release();
         }
-        if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
+        jsonAgain();
         if (byToken) return forwardByToken(out, msg, ackStart, temp, src);
         if (upstreamMd != null && upstreamMd.isObject()) {
             ObjectNode durable = msg.putObject(Kw.DURABLE);
@@ -507,23 +502,38 @@ public final class Relay implements GObjBehavior {
             byte[] record = found == MdTrq.UNSURE ? null : scan.record();
             ObjectNode msg;
             if (record != null) {
-                msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
-                msg.put(Kw.JSON_RECORD, true);
+                msg = recordMessage(record);
             } else {
                 msg = found == MdTrq.UNSURE ? Kw.parse(one) : scan.tree();
                 msg.remove(Kw.MD_TRQ);
                 msg.remove(Kw.TEMP);
             }
-            if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
+            jsonAgain();
             return msg;
         } catch (IOException e) {
-            gobj.inc(BAD_JSON);
-            if (notJson.hit()) {
-                Glog.error(gobj, "Message is not a JSON object, not forwarded (said once until a JSON message comes)",
-                        "error", e.getMessage(), "dump", preview(one));
-            }
+            notJson(e, one);
             return null;
         }
+    }
+
+    /** The producer's bytes are the record the output would store for the dict: they go as they are. */
+    private static ObjectNode recordMessage(byte[] record) {
+        ObjectNode msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
+        msg.put(Kw.JSON_RECORD, true);
+        return msg;
+    }
+
+    /** A message for a durable output that is not a JSON object: counted, and said once per streak. */
+    private void notJson(IOException e, ByteBuf buf) {
+        gobj.inc(BAD_JSON);
+        if (notJson.hit()) {
+            Glog.error(gobj, "Message is not a JSON object, not forwarded (said once until a JSON message comes)",
+                    "error", e.getMessage(), "dump", preview(buf));
+        }
+    }
+
+    private void jsonAgain() {
+        if (notJson.active()) Glog.info(gobj, "Messages are JSON objects again", "not_forwarded", notJson.end());
     }
 
     /** Each message of a batch on its own, with the batch's md and its index: acked one by one. */
@@ -532,25 +542,18 @@ public final class Relay implements GObjBehavior {
         int base = buf.readerIndex();
         for (int i = 0; i < ranges.length / 2; i++) {
             int from = base + ranges[2 * i];
-            int close = base + ranges[2 * i + 1] - 1;
-            while (close > from && isWs(buf.getByte(close))) close--;
-            int inner = close - 1;
-            while (inner > from && isWs(buf.getByte(inner))) inner--;
-            if (buf.getByte(from) != '{' || buf.getByte(close) != '}') {
+            int end = base + ranges[2 * i + 1];
+            ByteBuf m = Unpooled.buffer(end - from + mdHead.length + 16);
+            if (!Gbuffers.writeWithLastKey(m, buf, from, end, mdHead, i)) {
+                m.release();
                 gobj.add(BAD_JSON, ranges.length / 2 - i);
                 Glog.error(gobj, "Batch message is not a JSON object: it and the rest of its batch not forwarded",
-                        "index", i, "dump", preview(buf.slice(from, close + 1 - from)));
+                        "index", i, "dump", preview(buf.slice(from, end - from)));
                 ObjectNode nack = md.deepCopy();
                 nack.put(Kw.BATCH_INDEX, i);
                 answerUpstream(nack, temp, src, REFUSED_RESULT);
                 return -1;
             }
-            ByteBuf m = Unpooled.buffer(close - from + mdHead.length + 16);
-            m.writeBytes(buf, from, (inner == from ? from + 1 : close) - from);
-            if (inner != from) m.writeByte(',');
-            m.writeBytes(mdHead);
-            m.writeCharSequence(Integer.toString(i), StandardCharsets.US_ASCII);
-            m.writeByte('}').writeByte('}');
             ObjectNode one = Kw.withGbuffer(m);
             if (temp != null) one.set(Kw.TEMP, temp);
             int r = forwardOne(out, one, temp, src);
@@ -565,10 +568,6 @@ public final class Relay implements GObjBehavior {
         String head = "\"" + Kw.MD_TRQ + "\":" + json.substring(0, json.length() - 1) + (md.size() > 0 ? "," : "")
                 + "\"" + Kw.BATCH_INDEX + "\":";
         return head.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static boolean isWs(byte b) {
-        return b == ' ' || b == '\t' || b == '\r' || b == '\n';
     }
 
     /**
