@@ -87,11 +87,20 @@ class QIoGateTest {
     }
 
     int send(String json) {
-        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, Kw.parse(json), null));
+        return settled(rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, Kw.parse(json), null)));
     }
 
     int sendKw(ObjectNode kw) {
-        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, null));
+        return settled(rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, null)));
+    }
+
+    /**
+     * {@code result}, once the loop has run what the event queued: the gate sends after the event that enqueued, in
+     * the same turn of the loop (one pass per burst), and a test reading the bottom or moving the clock comes after.
+     */
+    int settled(int result) {
+        rt.run(() -> { });
+        return result;
     }
 
     JsonNode stats() {
@@ -121,7 +130,7 @@ class QIoGateTest {
     }
 
     int sendFrom(Recorder sender, ObjectNode kw) {
-        return rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj()));
+        return settled(rt.call(() -> gate().send(Ev.EV_SEND_MESSAGE, kw, sender.gobj())));
     }
 
     MemTrQueueFactory.Mem queue() {

@@ -259,9 +259,14 @@ final class RecordJson {
      * written, when the bytes cannot be copied so (absent, not an object, or holding the key already).
      */
     static boolean write(byte[] p, QueueMessageImpl m, ByteBuf out) {
-        if (!copiesAsStored(p)) return false;
-        out.writeBytes(p, 0, p.length - 1);
-        if (p.length > 2) out.writeByte(',');
+        return p != null && write(p, 0, p.length, m, out);
+    }
+
+    /** {@link #write} of the stored record {@code a[from, to)}. */
+    static boolean write(byte[] a, int from, int to, QueueMessageImpl m, ByteBuf out) {
+        if (!copiesAsStored(a, from, to)) return false;
+        out.writeBytes(a, from, to - from - 1);
+        if (to - from > 2) out.writeByte(',');
         // Bytes and digits written straight: a string built per message cost more than the rest of this method.
         out.writeBytes(MD_ROWID_OPEN);
         Gbuffers.writeDecimal(out, m.rowid);
@@ -285,7 +290,12 @@ final class RecordJson {
      * object (written by {@link #encode}, checked by its CRC) that does not hold the key anywhere.
      */
     static boolean copiesAsStored(byte[] p) {
-        return p != null && p.length >= 2 && p[0] == '{' && p[p.length - 1] == '}' && indexOfMdKey(p) < 0;
+        return p != null && copiesAsStored(p, 0, p.length);
+    }
+
+    /** {@link #copiesAsStored} of the record {@code a[from, to)}. */
+    static boolean copiesAsStored(byte[] a, int from, int to) {
+        return to - from >= 2 && a[from] == '{' && a[to - 1] == '}' && indexOfMdKey(a, from, to) < 0;
     }
 
     /**
@@ -293,9 +303,14 @@ final class RecordJson {
      * searched once, and the byte-by-byte search was a fortieth of a Kafka edge's core loop.
      */
     static int indexOfMdKey(byte[] a) {
+        return indexOfMdKey(a, 0, a.length);
+    }
+
+    /** {@link #indexOfMdKey} in {@code a[from, to)}: an index into {@code a}, or -1. */
+    static int indexOfMdKey(byte[] a, int from, int to) {
         byte[] key = MD_KEY;
         int last = key.length - 1;
-        for (int i = 0; i <= a.length - key.length; i += MD_KEY_SKIP[a[i + last] & 0xff]) {
+        for (int i = from; i <= to - key.length; i += MD_KEY_SKIP[a[i + last] & 0xff]) {
             int j = last;
             while (j >= 0 && a[i + j] == key[j]) j--;
             if (j < 0) return i;

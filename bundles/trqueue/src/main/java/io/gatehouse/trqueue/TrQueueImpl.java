@@ -590,8 +590,18 @@ final class TrQueueImpl implements TrQueue {
     @Override
     public boolean writeMsgJson(QueueMessage msg, ByteBuf out) {
         QueueMessageImpl m = ofThisQueue(msg);
-        if (m == null || topic() == null || m.generation != generation) return false;
-        if (RecordJson.write(storedPayload(m), m, out)) return true;
+        Topic tp = m == null ? null : topic();
+        if (tp == null || m.generation != generation) return false;
+        Segment s = tp.locate(m.rowid);
+        int len;
+        try {
+            len = s == null ? -1 : tp.readFrame(s, m.rowid);
+        } catch (InternalError e) {
+            fault("Cannot read the record, its segment page faulted", m.rowid, e);
+            return false;
+        }
+        // the payload straight from the frame read into the buffer that goes down: no copy of it of its own
+        if (len >= 0 && RecordJson.write(tp.lastRead(), Segment.REC_HEADER, len, m, out)) return true;
         return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
     }
 

@@ -100,6 +100,78 @@ class WriteMsgJsonTest {
     }
 
     @Test
+    void shouldWriteEachMessageWhateverTheSizeOfTheOneReadBefore() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        // sizes around the read scratch (1 KiB at first, kept up to 64 KiB): it grows, is passed by a larger frame
+        // that gets an array of its own, and a small frame after that reads its own bytes, not the large one's
+        int[] sizes = {10, 2_000, 40, 100_000, 30, 70_000, 5_000, 1};
+        List<QueueMessage> appended = new java.util.ArrayList<>();
+        List<String> texts = new java.util.ArrayList<>();
+        for (int n : sizes) {
+            String m = "{\"id\":\"s-" + n + "\",\"pad\":\"" + "x".repeat(n) + "\"}";
+            appended.add(q.append(0, Kw.parse(m), 0));
+            texts.add(m);
+        }
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < sizes.length; i++) {
+                QueueMessage qm = appended.get(i);
+                ByteBuf out = Unpooled.buffer();
+                try {
+                    assertTrue(q.writeMsgJson(qm, out));
+                    ObjectNode got = Kw.parse(out.toString(StandardCharsets.UTF_8));
+                    assertEquals(qm.rowid(), got.remove(TrQueue.MD_TRQ).path(TrQueue.MSG_ROWID).asLong());
+                    assertEquals(Kw.parse(texts.get(i)), got, "size " + sizes[i]);
+                } finally {
+                    out.release();
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldWriteNothingForARecordWhoseBytesChangedOnDiskAndGoOnWithTheNext() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        QueueMessage bad = q.append(0, Kw.parse("{\"id\":\"crc-1\",\"pad\":\"abcdef\"}"), 0);
+        QueueMessage good = q.append(0, Kw.parse("{\"id\":\"crc-2\"}"), 0);
+        Path seg;
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(dir)) {
+            seg = files.filter(f -> f.toString().endsWith(".seg")).findFirst().orElseThrow();
+        }
+        byte[] onDisk = java.nio.file.Files.readAllBytes(seg);
+        int at = new String(onDisk, StandardCharsets.ISO_8859_1).indexOf("abcdef");
+        assertTrue(at > 0, "the record is in the segment file");
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(seg,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap("X".getBytes(StandardCharsets.US_ASCII)), at + 5);
+        }
+        ByteBuf out = Unpooled.buffer();
+        try {
+            assertFalse(q.writeMsgJson(bad, out), "its checksum no longer checks");
+            assertEquals(0, out.readableBytes(), "nothing of it is written");
+            assertTrue(q.writeMsgJson(good, out));
+            assertEquals("crc-2", Kw.parse(out.toString(StandardCharsets.UTF_8)).path("id").asText());
+        } finally {
+            out.release();
+        }
+    }
+
+    @Test
+    void shouldFindTheMetadataKeyOnlyInsideTheRangeSearched() {
+        java.util.Random random = new java.util.Random(23);
+        byte[] key = ("\"" + TrQueue.MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
+        for (int round = 0; round < 5_000; round++) {
+            byte[] a = new byte[key.length + random.nextInt(60)];
+            java.util.Arrays.fill(a, (byte) 'x');
+            int at = random.nextInt(a.length - key.length + 1);
+            System.arraycopy(key, 0, a, at, key.length);
+            int from = random.nextInt(a.length + 1);
+            int to = from + random.nextInt(a.length - from + 1);
+            int expected = at >= from && at + key.length <= to ? at : -1;
+            assertEquals(expected, RecordJson.indexOfMdKey(a, from, to), "key at " + at + " in [" + from + ", " + to + ")");
+        }
+    }
+
+    @Test
     void shouldFindTheMetadataKeyWhereANaiveSearchFindsIt() {
         java.util.Random random = new java.util.Random(17);
         byte[] key = ("\"" + TrQueue.MD_TRQ + "\"").getBytes(StandardCharsets.US_ASCII);
