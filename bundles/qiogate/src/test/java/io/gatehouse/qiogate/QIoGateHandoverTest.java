@@ -121,6 +121,23 @@ class QIoGateHandoverTest {
     // --- The gate's own upgrade ---
 
     @Test
+    void shouldSendAMessageWhoseSendPassTheUpgradeOvertook() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        // the upgrade comes in the same turn as the message, after it was queued and before its send pass ran
+        rt.run(() -> {
+            assertEquals(0, gate().send(Ev.EV_SEND_MESSAGE, Kw.create().put("id", "1"), null));
+            upgrade(revision(qf));
+        });
+        rt.run(() -> { });
+        assertEquals(List.of(1L), bottom().sentRowids(), "sent by the new revision, without waiting for a poll tick");
+        ack(0, 0);
+        clock.advance(600_000);
+        assertEquals(List.of(1L), bottom().sentRowids(), "once: the old revision's pass sent nothing");
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+    }
+
+    @Test
     void shouldKeepTheQueueAndTheWindowAndSendNothingAgain() {
         givenGate("{\"topic_name\":\"t\"}");
         rt.run(() -> bottom().open());
