@@ -1105,7 +1105,12 @@ public final class QIoGate implements GObjBehavior {
     private void sendSoon() {
         if (sendAsked) return;
         sendAsked = true;
-        gobj.yuno().eventLoop().execute(askedSend);
+        try {
+            gobj.yuno().eventLoop().execute(askedSend);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the loop has stopped: nothing runs on it any more, and the message stays in the queue for the next start
+            sendAsked = false;
+        }
     }
 
     private boolean sendAsked;
