@@ -296,6 +296,29 @@ class QIoGateTest {
     }
 
     @Test
+    void shouldMatchAnAckOfAMessageInFlightByItsTimeAndOneThatCameAfterTheWindowWasCleared() {
+        givenGate("{\"topic_name\":\"t\"}");
+        rt.run(() -> bottom().open());
+        send("{\"id\":\"1\"}");
+        send("{\"id\":\"2\"}");
+        List<ObjectNode> sent = bottom().sent();
+        long t1 = sent.get(0).path("__md_trq__").path("__msg_t__").asLong();
+        // in flight, same rowid and generation, another time: not this message
+        rt.run(() -> bottom().ackJson("{\"__md_trq__\":{\"__msg_rowid__\":1,\"__msg_t__\":" + (t1 + 1)
+                + ",\"result\":0}}"));
+        assertEquals(1, stats().get("ignored_acks").asInt());
+        assertEquals(2, stats().get("pending_acks").asInt());
+        rt.run(() -> bottom().ack(sent.get(0), 0));
+        assertEquals(1, stats().get("msgs_in_queue").asInt());
+        // the link drops (the window is cleared) and the ack of the second comes late: still its message
+        rt.run(() -> bottom().close());
+        assertEquals(0, stats().get("pending_acks").asInt());
+        rt.run(() -> bottom().ack(sent.get(1), 0));
+        assertEquals(0, stats().get("msgs_in_queue").asInt());
+        assertEquals(2, stats().get("acks").asInt());
+    }
+
+    @Test
     void shouldKeepTheLinkAndTheMessagesWhenAnAckIsNotJson() {
         givenGate("{\"topic_name\":\"t\"}");
         rt.run(() -> bottom().open());
