@@ -159,13 +159,7 @@ class ProtHttpSrTest {
         setRelay(FakeRelay.Mode.HOLD);
         connect();
         rx(post("{\"id\":\"a\"}\n{\"id\":\"b\"}\r\n\n  {\"id\":\"c\",\"n\":{\"deep\":[1,2]}}\n"));
-        assertEquals(3, rt.call(() -> relay().heldCount()));
-        rt.run(() -> relay().ackHeld(0, 2, 0));
-        assertEquals("", out(), "two of three acked: no answer yet");
-        rt.run(() -> relay().ackHeld(0));
-        String wire = out();
-        assertEquals(List.of(200), statuses(wire));
-        assertEquals(3, lastBody(wire).get("accepted").asInt());
+        assertAnsweredOnceTheThreeHeldAreAcked();
         List<ObjectNode> md = rt.call(() -> relay().mds);
         assertEquals(md.get(0).get("conn"), md.get(2).get("conn"), "one connection");
         assertEquals(2, md.get(2).get("msg").asInt());
@@ -210,6 +204,11 @@ class ProtHttpSrTest {
         rt.run(() -> relay().answerApart = true);
         connect();
         rx(post("{\"id\":1}\n{\"id\":2}\n{\"id\":3}"));
+        assertAnsweredOnceTheThreeHeldAreAcked();
+    }
+
+    /** Three messages held by the relay: no answer while two are acked, then 200 accepting 3 at the third. */
+    private void assertAnsweredOnceTheThreeHeldAreAcked() throws Exception {
         assertEquals(3, rt.call(() -> relay().heldCount()));
         rt.run(() -> relay().ackHeld(0, 2, 0));
         assertEquals("", out(), "two of three acked: no answer yet");

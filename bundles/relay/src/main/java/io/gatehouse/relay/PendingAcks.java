@@ -107,9 +107,7 @@ final class PendingAcks {
     boolean take(long token) {
         int slot = (int) token & (tokens.length - 1);
         if (token <= 0 || tokens[slot] != token) return false;
-        takenAck = acks[slot];
-        takenTemp = temps[slot];
-        takenGate = gates[slot];
+        takeAnswer(slot);
         free(slot);
         return true;
     }
