@@ -9,6 +9,7 @@ import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.gatehouse.support.Glog;
+import io.gatehouse.support.SparseSpell;
 
 import java.util.Arrays;
 
@@ -20,12 +21,15 @@ import java.util.Arrays;
  * covers, in append order. A sender that went away in the meantime is skipped.
  *
  * <p>The waits are a ring of parallel arrays (no object per wait): a group commit covers thousands of them, read
- * in order, and what the core loop reads then is contiguous. The ring doubles when full and halves when a drain
- * leaves it under an eighth full, so it follows what is appended but not yet durable (the commit period's worth),
- * not the traffic.
+ * in order, and what the core loop reads then is contiguous. The ring doubles when full and halves after
+ * {@value #SHRINK_AFTER_DRAINS} drains in a row have left it under an eighth full ({@link SparseSpell}), so it
+ * follows what is appended but not yet durable (the commit period's worth), not the traffic: a steady flow that
+ * fills it and drains it at every commit keeps it, rather than halving and regrowing it at every commit.
  */
 final class DurableWaits {
     static final int MIN_CAPACITY = 64;
+    /** Drains in a row that leave the ring under an eighth full before it halves. */
+    static final int SHRINK_AFTER_DRAINS = 16;
 
     private final GObj gate;
     private long[] generations = new long[MIN_CAPACITY];
@@ -36,6 +40,7 @@ final class DurableWaits {
     private ObjectNode[] dicts = new ObjectNode[MIN_CAPACITY];
     private int head;
     private int size;
+    private final SparseSpell sparse = new SparseSpell();
 
     /** One drain's tokens per sender (scratch, reused; a queue has a sender or two: a linear search). */
     private GObj[] batchSenders = new GObj[2];
@@ -122,8 +127,7 @@ final class DurableWaits {
             Glog.warn(gate, "Durability waits of another queue generation dropped: their senders are not told",
                     "count", stale, "generation", generation, "tokens_nacked", staleTold);
         }
-        // by half per drain: a steady flow refills the ring at every commit, and should not regrow it each time
-        if (rowids.length > MIN_CAPACITY && size < rowids.length / 8) resize(rowids.length / 2);
+        if (sparse.shrinkNow(size, rowids.length, MIN_CAPACITY, SHRINK_AFTER_DRAINS)) resize(rowids.length / 2);
     }
 
     private void collect(GObj sender, long token, boolean stale) {
@@ -293,6 +297,7 @@ final class DurableWaits {
         Arrays.fill(dicts, null);
         head = 0;
         size = 0;
+        sparse.reset();
         if (rowids.length > MIN_CAPACITY) resize(MIN_CAPACITY);
         return n;
     }

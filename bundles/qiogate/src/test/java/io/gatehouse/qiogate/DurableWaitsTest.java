@@ -314,10 +314,13 @@ class DurableWaitsTest {
             // 100,000 waits appended before a commit: the ring grows to hold them
             for (int i = 1; i <= 100_000; i++) waits.addToken(1, i, s1, i);
             assertTrue(waits.capacity() >= 100_000);
+            int grown = waits.capacity();
             waits.drain(1, 100_000);
-            assertTrue(waits.capacity() < 100_000, "halved at the drain: " + waits.capacity());
-            // a half per commit (a steady flow refills it at each one): a few quiet commits give the rest back
-            for (int c = 0; c < 20; c++) waits.drain(1, 100_000);
+            assertEquals(grown, waits.capacity(), "one empty drain is not yet a quiet spell");
+            for (int c = 1; c < DurableWaits.SHRINK_AFTER_DRAINS; c++) waits.drain(1, 100_000);
+            assertEquals(grown / 2, waits.capacity(), "halved after a spell of quiet commits");
+            // a half per spell: quiet commits give the rest back
+            for (int c = 0; c < 20 * DurableWaits.SHRINK_AFTER_DRAINS; c++) waits.drain(1, 100_000);
             assertEquals(DurableWaits.MIN_CAPACITY, waits.capacity());
             // then a steady flow of 50 per commit, over a million waits: the ring stays small
             long rowid = 100_000;
@@ -328,5 +331,23 @@ class DurableWaitsTest {
             }
         });
         assertEquals(range(1, 1_100_000, 1), rt.call(() -> behaviour(s1).all(0)));
+    }
+
+    @Test
+    void shouldKeepTheRingOfACommitThatFillsItAndDrainsItEveryTime() {
+        GObj s1 = tokenSender("s1");
+        rt.run(() -> {
+            long rowid = 0;
+            for (int k = 0; k < 3_000; k++) waits.addToken(1, ++rowid, s1, rowid);
+            int capacity = waits.capacity();
+            waits.drain(1, rowid);
+            for (int c = 0; c < 200; c++) {
+                for (int k = 0; k < 3_000; k++) waits.addToken(1, ++rowid, s1, rowid);
+                assertEquals(capacity, waits.capacity(), "commit " + c);
+                waits.drain(1, rowid);
+                assertEquals(0, waits.size());
+            }
+        });
+        assertEquals(range(1, 603_000, 1), rt.call(() -> behaviour(s1).all(0)));
     }
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
+import io.gatehouse.support.SparseSpell;
 
 import java.io.IOException;
 import java.util.Arrays;
@@ -18,7 +19,7 @@ import java.util.Arrays;
  * <p>Tokens are consecutive, and an entry lives in slot {@code token & mask}: a ring over the tokens in flight,
  * read in the order they were given, with no object per message and no hashing. Two outputs (the queues under one
  * routing gate) tell their tokens apart, so the ring may have holes; when the slot of a new token is still taken,
- * the ring doubles (up to {@link #MAX_CAPACITY}), and halves when it is under an eighth full. At the maximum the
+ * the ring doubles (up to {@link #MAX_CAPACITY}), and shrinks once it has stayed under an eighth full ({@link #trim}). At the maximum the
  * oldest entry is forgotten to make room ({@link #forgotten}): its producer gets no ack and sends again (a
  * duplicate, never a loss); only a token that is never told (an output gone without a word) can stay that long.
  *
@@ -29,6 +30,8 @@ import java.util.Arrays;
 final class PendingAcks {
     static final int MIN_CAPACITY = 1024;
     static final int MAX_CAPACITY = 1 << 20;
+    /** Trims in a row that find the ring under an eighth full before it shrinks. */
+    static final int SHRINK_AFTER_TRIMS = 16;
 
     private final int minCapacity;
     private final int maxCapacity;
@@ -44,6 +47,7 @@ final class PendingAcks {
     private long forgotten;
     /** The next token when a trim last found the entries too spread to halve: no new try until the ring wrapped. */
     private long trimRetryAt;
+    private final SparseSpell sparse = new SparseSpell();
 
     /** What {@link #take} found: valid until the next call. */
     byte[] takenAck;
@@ -166,9 +170,13 @@ final class PendingAcks {
         size--;
     }
 
-    /** After a batch of takes: gives memory back when the ring is under an eighth full. */
+    /**
+     * After a batch of takes: gives memory back once the ring has been under an eighth full at
+     * {@value #SHRINK_AFTER_TRIMS} trims in a row ({@link SparseSpell}: the acks owed swing with every burst and
+     * commit, and a ring halved at each dip was grown back at the next).
+     */
     void trim() {
-        if (tokens.length <= minCapacity || size >= tokens.length / 8 || nextToken < trimRetryAt) return;
+        if (!sparse.shrinkNow(size, tokens.length, minCapacity, SHRINK_AFTER_TRIMS) || nextToken < trimRetryAt) return;
         int capacity = tokens.length;
         while (capacity > minCapacity && size < capacity / 8 && fits(capacity / 2)) capacity /= 2;
         if (capacity != tokens.length) {

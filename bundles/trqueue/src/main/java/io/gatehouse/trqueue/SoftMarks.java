@@ -2,6 +2,8 @@
 package io.gatehouse.trqueue;
 
 
+import io.gatehouse.support.SparseSpell;
+
 import java.util.HashMap;
 import java.util.Map;
 
@@ -16,7 +18,8 @@ import java.util.Map;
  * slots are neighbours in memory (hashed over the table, each lookup was a random line of memory). A row whose slot
  * is taken (a mark a whole ring of rowids older, such as an unreadable row the window moved past) goes to a map
  * beside the ring, which holds those only. Memory follows the marks held: the ring doubles at half full and halves
- * when under an eighth full, never below {@link #MIN_CAPACITY}. Not thread safe: the queue's owner thread.
+ * once it has stayed under an eighth full for as many removals as it has slots ({@link SparseSpell}: a window that
+ * dips and refills keeps its ring), never below {@link #MIN_CAPACITY}. Not thread safe: the queue's owner thread.
  */
 final class SoftMarks {
     static final int MIN_CAPACITY = 64;
@@ -26,6 +29,7 @@ final class SoftMarks {
     private long[] masks = new long[MIN_CAPACITY];
     /** The marks whose ring slot another row holds; empty but for those. */
     private final HashMap<Long, Long> displaced = new HashMap<>();
+    private final SparseSpell sparse = new SparseSpell();
     private int size;
 
     int size() {
@@ -79,7 +83,7 @@ final class SoftMarks {
             return;
         }
         size--;
-        if (rowids.length > MIN_CAPACITY && size * 8 < rowids.length) resize(rowids.length / 2);
+        if (sparse.shrinkNow(size, rowids.length, MIN_CAPACITY, rowids.length)) resize(rowids.length / 2);
     }
 
     void clear() {
@@ -87,6 +91,7 @@ final class SoftMarks {
         masks = new long[MIN_CAPACITY];
         displaced.clear();
         size = 0;
+        sparse.reset();
     }
 
     /**

@@ -87,7 +87,33 @@ class SoftMarksTest {
         assertEquals(0, marks.displacedCount(), "a window of consecutive rows has a slot each");
         for (long r = 200_001 - window; r <= 200_000; r++) marks.remove(r);
         assertEquals(0, marks.size());
-        assertEquals(SoftMarks.MIN_CAPACITY, marks.capacity(), "memory given back once the window drained");
+        int drained = marks.capacity();
+        assertTrue(drained > SoftMarks.MIN_CAPACITY, "a window that just drained keeps its ring: " + drained);
+        // then a trickle, one row in flight at a time: the ring halves after each ring's worth of removals
+        long r = 300_000;
+        for (int i = 0; i < 4 * drained; i++, r++) {
+            marks.put(r, 1);
+            marks.remove(r);
+        }
+        assertEquals(SoftMarks.MIN_CAPACITY, marks.capacity(), "memory given back once the window stayed small");
+    }
+
+    @Test
+    void aWindowThatDrainsAndRefillsKeepsItsRing() {
+        SoftMarks marks = new SoftMarks();
+        int window = 4_000;
+        long next = 1;
+        for (int i = 0; i < window; i++) marks.put(next++, 1);
+        int capacity = marks.capacity();
+        long oldest = 1;
+        for (int swing = 0; swing < 50; swing++) {
+            while (oldest < next) marks.remove(oldest++);   // every ack of the window comes back
+            assertEquals(0, marks.size());
+            for (int i = 0; i < window; i++) marks.put(next++, 1);   // and the next burst goes out
+            assertEquals(capacity, marks.capacity(), "swing " + swing);
+            assertEquals(0, marks.displacedCount());
+        }
+        for (long r = oldest; r < next; r++) assertEquals(1, marks.get(r));
     }
 
     @Test
