@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.kafka;
 
+import io.gatehouse.support.SparseSpell;
+
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -19,13 +21,15 @@ import java.util.Map;
  * <p>Lookups by key are what a record costs (a send asks whether it is a resend, an ack takes it out); what needs
  * the send order (the oldest age for the gauge, the lists of the state and of a command) scans the table, at most
  * once a gauge period. The ring holds at most four times the records in flight at their peak (bounded by
- * {@code max_in_flight}) and halves when under an eighth full. Core loop only.
+ * {@code max_in_flight}) and halves once it has stayed under an eighth full for as many removals as it has slots
+ * ({@link SparseSpell}: a window that drains and refills at every burst keeps its ring). Core loop only.
  */
 final class InFlightRecords {
     static final int MIN_CAPACITY = 64;
 
     /** A slot's rowid when it holds nothing: the queue's rowids are positive. */
     private long[] rowids = new long[MIN_CAPACITY];
+    private final SparseSpell sparse = new SparseSpell();
     private long[] generations = new long[MIN_CAPACITY];
     private long[] sentAtMs = new long[MIN_CAPACITY];
     /** The put's number: the send order. */
@@ -76,7 +80,7 @@ final class InFlightRecords {
             return false;
         }
         size--;
-        if (rowids.length > MIN_CAPACITY && size < rowids.length / 8) resize(rowids.length / 2);
+        if (sparse.shrinkNow(size, rowids.length, MIN_CAPACITY, rowids.length)) resize(rowids.length / 2);
         return true;
     }
 
@@ -84,6 +88,7 @@ final class InFlightRecords {
         Arrays.fill(rowids, 0);
         displaced.clear();
         size = 0;
+        sparse.reset();
         if (rowids.length > MIN_CAPACITY) resize(MIN_CAPACITY);
     }
 

@@ -99,7 +99,14 @@ class InFlightRecordsTest {
         assertEquals(1_990_001, t.oldestSentAtMs());
         for (long r = 1_990_001; r <= 2_000_000; r++) assertTrue(t.remove(7, r));
         assertEquals(0, t.size());
-        assertTrue(t.capacity() <= 4 * InFlightRecords.MIN_CAPACITY, "given back as it empties: " + t.capacity());
+        int drained = t.capacity();
+        assertTrue(drained > 4 * InFlightRecords.MIN_CAPACITY, "a window that just drained keeps its ring: " + drained);
+        // then one record in flight at a time: the ring halves after each ring's worth of removals
+        for (long r = 3_000_000; r < 3_000_000 + 4L * drained; r++) {
+            t.put(7, r, r);
+            assertTrue(t.remove(7, r));
+        }
+        assertTrue(t.capacity() <= 4 * InFlightRecords.MIN_CAPACITY, "given back once it stayed small: " + t.capacity());
         t.put(7, 5, 1);
         t.clear();
         assertEquals(0, t.size());
