@@ -144,6 +144,16 @@ public final class HotPath {
         }
     }
 
+    /**
+     * The JIT compilers' time so far: a run during which the compilers still worked for seconds measured code that
+     * was not yet compiled (on two shared vCPUs the compilers wait for CPU too, and the core loop's cost falls until
+     * they are done), so an A/B compares the runs after that time has settled.
+     */
+    private static long jitMillis() {
+        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+    }
+
     public static void main(String[] args) throws Exception {
         String what = args.length > 0 ? args[0] : "tcp4h";
         int repeats = args.length > 1 ? Integer.parseInt(args[1]) : 3;
@@ -154,6 +164,7 @@ public final class HotPath {
             // CPU per message as well as msgs/s: on this shared machine the rate swings with the neighbours'
             // load, the CPU the process spends per message much less (warm-up included on both sides of an A/B).
             long cpu0 = os.getProcessCpuTime();
+            long jit0 = jitMillis();
             long t0 = System.nanoTime();
             CoreCpu core = new CoreCpu();
             core.start();
@@ -197,7 +208,8 @@ public final class HotPath {
                     core.total() * 1e6 / msgs, core.allocated() / msgs);
             double[] sch = core.schedSeconds();
             System.out.printf(Locale.ROOT, "%s run %d: core loop on a CPU %.2f s, runnable waiting for a CPU %.2f s,"
-                    + " of %.1f s; load average %s%n", what, i + 1, sch[0], sch[1], secs, loadAverage());
+                    + " of %.1f s; load average %s; JIT compiling %,d ms%n", what, i + 1, sch[0], sch[1], secs,
+                    loadAverage(), jitMillis() - jit0);
             if (inMsgs > 0) {
                 // Per delivered message (above) the burst mode's figures are per first copy at the sinks; the core
                 // loop also did the work of every message it took in and stored but had not delivered yet (the

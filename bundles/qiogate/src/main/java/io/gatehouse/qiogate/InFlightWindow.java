@@ -126,7 +126,11 @@ final class InFlightWindow {
         if (frontier < 0) {
             m = queue.first();
         } else {
-            QueueMessage at = queue.getByRowid(frontier);
+            // the frontier is usually the last message sent, still in flight: its handle is the window's (a lookup
+            // in the queue made a handle per message sent only to step from it)
+            InFlight sent = inflight.get(frontier);
+            QueueMessage at = sent != null && sent.msg.generation() == queue.generation()
+                    ? sent.msg : queue.getByRowid(frontier);
             if (at != null) {
                 m = queue.next(at);
             } else {
