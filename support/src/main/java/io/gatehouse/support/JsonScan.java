@@ -7,6 +7,9 @@ import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -41,6 +44,17 @@ public class JsonScan {
     public static final int ABSENT = -1;
     /** {@link #field}: the bytes are not an object the walk reads. */
     public static final int UNSURE = -2;
+
+    /** Eight bytes of {@link #a} read as one little-endian long: the first byte is the lowest. */
+    private static final VarHandle EIGHT_BYTES = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGH_BITS = 0x8080808080808080L;
+    private static final long QUOTES = ONES * '"';
+    private static final long BACKSLASHES = ONES * '\\';
+    /** Bytes below a space are control characters, which a string may not hold unescaped. */
+    private static final long SPACES = ONES * ' ';
+    /** A string this many bytes long so far is walked eight bytes at a time from there on. */
+    private static final int LONG_STRING = 16;
 
     private static final byte[] TRUE = ascii("true");
     private static final byte[] FALSE = ascii("false");
@@ -255,7 +269,18 @@ public class JsonScan {
     public final int string(int i) {
         boolean plain = true;
         int k = i + 1;
-        while (k < n) {
+        // Names and short values end within a few bytes, where a byte at a time is cheapest; past LONG_STRING bytes
+        // (a log line, a payload) the walk reads eight at a time to each byte it must look at. The one bound check
+        // per byte is the loop's own.
+        int bytewiseTo = Math.min(n, k + LONG_STRING);
+        while (true) {
+            if (k >= bytewiseTo) {
+                if (k >= n) return -1;
+                k = plainRun(k);
+                if (k >= n) return -1;
+                // the byte found, then eight at a time again; with fewer than eight left, a byte at a time
+                bytewiseTo = k + 8 <= n ? k + 1 : n;
+            }
             int c = a[k];
             if (c == '"') {
                 jacksonForm = plain;
@@ -289,7 +314,31 @@ public class JsonScan {
                 if (k < 0) return -1;
             }
         }
-        return -1;
+    }
+
+    /**
+     * From {@code k} (with eight bytes or more left), the index of the first byte the string walk must look at,
+     * eight bytes at a time over printable ASCII but quote and backslash; where fewer than eight are left, the index
+     * the byte-at-a-time walk goes on from ({@link #n} when none is left).
+     */
+    private int plainRun(int k) {
+        while (k + 8 <= n) {
+            long look = needLook((long) EIGHT_BYTES.get(a, k));
+            if (look != 0) return k + (Long.numberOfTrailingZeros(look) >>> 3);
+            k += 8;
+        }
+        return k;
+    }
+
+    /**
+     * The high bit of each of the eight bytes of {@code x} that the string walk must look at: a quote, a backslash,
+     * a control character, or a byte of a multi-byte UTF-8 sequence. Only the lowest bit set is sure to be such a
+     * byte (a borrow of the subtractions can mark bytes above it), which is all the walk takes from it.
+     */
+    private static long needLook(long x) {
+        long quote = x ^ QUOTES;
+        long backslash = x ^ BACKSLASHES;
+        return ((quote - ONES) & ~quote | (backslash - ONES) & ~backslash | (x - SPACES) & ~x | x) & HIGH_BITS;
     }
 
     /**
@@ -376,7 +425,13 @@ public class JsonScan {
 
     /** Whether the string token in [from, to) has an escape. */
     public final boolean escaped(int from, int to) {
-        for (int k = from + 1; k < to - 1; k++) {
+        int k = from + 1;
+        int end = to - 1;
+        for (; k + 8 <= end; k += 8) {
+            long backslash = (long) EIGHT_BYTES.get(a, k) ^ BACKSLASHES;
+            if (((backslash - ONES) & ~backslash & HIGH_BITS) != 0) return true;   // a zero byte: a backslash
+        }
+        for (; k < end; k++) {
             if (a[k] == '\\') return true;
         }
         return false;
