@@ -358,6 +358,12 @@ public final class MqIoGate implements GObjBehavior {
     private Route route(JsonNode kw, List<GObj> dst) {
         ByteBuf record = kw instanceof ObjectNode && kw.path(Kw.JSON_RECORD).asBoolean(false)
                 ? Kw.gbuffer((ObjectNode) kw) : null;
+        if (record != null && method() != Method.CONSISTENT) {
+            // the usual key, a string ending in digits, routed from the record's bytes
+            int child = recordKey.lastdigits(record, gobj.read(KEY), (int) Math.min(Integer.MAX_VALUE,
+                    gobj.readLong(DIGITS)), dst.size());
+            if (child >= 0) return new Route(child, null);
+        }
         // a record's bytes (Kw.JSON_RECORD): the key read by a scan, no tree
         JsonNode v = record != null ? recordKey.get(record, gobj.read(KEY)) : Kw.get(kw, gobj.read(KEY));
         if (method() == Method.CONSISTENT) {

@@ -36,6 +36,30 @@ final class RecordKey extends JsonScan {
         return fromTree(buf, path);
     }
 
+    /**
+     * The {@code lastdigits} child of the record held by {@code buf} read from its bytes, or -1 for the caller to read
+     * the key's node ({@link #get}) and route from it. Read here when the key is a top-level string with no escape
+     * whose last {@code digits} characters are 1 to 18 decimal digits (an id or a counter: the usual key), which
+     * are then its last bytes; the answer is {@link KeyRouting#lastdigits}'s, with no String and no node per message.
+     */
+    int lastdigits(ByteBuf buf, String path, int digits, int children) {
+        if (path.indexOf('`') >= 0 || !load(buf)) return -1;
+        int r = field(path);
+        if (r < 0 || a[r] != '"') return -1;
+        int end = string(r);
+        if (end < 0 || escaped(r, end)) return -1;
+        int textEnd = end - 1;
+        int tailFrom = Math.max(r + 1, textEnd - digits);
+        if (tailFrom == textEnd || textEnd - tailFrom > 18) return -1;
+        long v = 0;
+        for (int k = tailFrom; k < textEnd; k++) {
+            byte c = a[k];
+            if (!isDigit(c)) return -1;
+            v = v * 10 + (c - '0');
+        }
+        return (int) (v % children);
+    }
+
     private static JsonNode fromTree(ByteBuf buf, String path) {
         try {
             ObjectNode tree = Kw.parse(buf.duplicate());

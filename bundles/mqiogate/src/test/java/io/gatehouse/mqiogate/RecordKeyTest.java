@@ -57,4 +57,34 @@ class RecordKeyTest {
             same(record, "key`id");
         }
     }
+
+    @Test
+    void routesByLastDigitsFromTheBytesAsFromTheKeysText() throws Exception {
+        Random rnd = new Random(11);
+        String[] shapes = {"m-%d", "%d", "dev\u00e9-%d", "x\"%d", "tail\\u0031", "%d-z", "", "ab\\n%d", "%dé"};
+        int fromBytes = 0;
+        for (int i = 0; i < 20_000; i++) {
+            String shape = shapes[rnd.nextInt(shapes.length)];
+            String id = String.format(java.util.Locale.ROOT, shape, Math.abs(rnd.nextLong()) % (rnd.nextBoolean() ? 1_000 : Long.MAX_VALUE));
+            ObjectNode o = Kw.create();
+            if (rnd.nextBoolean()) o.put("before", "b" + rnd.nextInt(99));
+            if (rnd.nextInt(10) == 0) o.put("id", rnd.nextInt(1000));
+            else o.put("id", id);
+            o.put("tm", rnd.nextInt());
+            String record = Kw.toJson(o);
+            int digits = 1 + rnd.nextInt(20);
+            int children = 1 + rnd.nextInt(7);
+            int got = scan.lastdigits(Unpooled.copiedBuffer(record, StandardCharsets.UTF_8), "id", digits, children);
+            if (got < 0) continue;   // the caller routes from the node: KeyRoutingTest
+            fromBytes++;
+            JsonNode v = Kw.get(Kw.parse(record), "id");
+            assertEquals(null, KeyRouting.lastdigitsFault(v), record);
+            assertEquals(KeyRouting.lastdigits(v.asText(), digits, children), got, record + " digits " + digits);
+        }
+        org.junit.jupiter.api.Assertions.assertTrue(fromBytes > 3_000, "the usual key is routed from the bytes: " + fromBytes);
+        // an escape whose last bytes are digits is a character, not digits: the node decides
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":\"ab\\u0031\"}", StandardCharsets.UTF_8), "id", 3, 4));
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":17}", StandardCharsets.UTF_8), "id", 3, 4));
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"x\":{\"id\":\"7\"}}", StandardCharsets.UTF_8), "x`id", 3, 4));
+    }
 }
