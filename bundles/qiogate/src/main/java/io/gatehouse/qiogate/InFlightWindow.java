@@ -126,11 +126,9 @@ final class InFlightWindow {
         if (frontier < 0) {
             m = queue.first();
         } else {
-            // the frontier is usually the last message sent, still in flight: its handle is the window's (a lookup
-            // in the queue made a handle per message sent only to step from it)
-            InFlight sent = inflight.get(frontier);
-            QueueMessage at = sent != null && sent.msg.generation() == queue.generation()
-                    ? sent.msg : queue.getByRowid(frontier);
+            // the frontier is usually the last message sent, still in flight (a lookup in the queue made a handle
+            // per message sent only to step from it)
+            QueueMessage at = message(frontier);
             if (at != null) {
                 m = queue.next(at);
             } else {
@@ -172,6 +170,16 @@ final class InFlightWindow {
     /** The message in flight with that rowid, or null. */
     InFlight get(long rowid) {
         return inflight.get(rowid);
+    }
+
+    /**
+     * The queue's message of that rowid, or null when the queue no longer lists it: the handle the window holds
+     * while it is in flight (the queue's, of its generation: the window is emptied before a new one begins), with no
+     * lookup in the queue and no handle made; any other rowid is looked up in the queue.
+     */
+    QueueMessage message(long rowid) {
+        InFlight f = inflight.get(rowid);
+        return f != null && f.msg.generation() == queue.generation() ? f.msg : queue.getByRowid(rowid);
     }
 
     /** True while {@code f} is still the one in flight for its rowid (not acked, dropped or cleared since). */

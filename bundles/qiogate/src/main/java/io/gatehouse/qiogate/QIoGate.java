@@ -1074,11 +1074,9 @@ public final class QIoGate implements GObjBehavior {
     /** {@link TrQueue#matchAck} of a scanned ack: the listed message of that rowid, generation and t, or null. */
     private QueueMessage matchScanned(long rowid, boolean hasT, long t, boolean hasGen, long gen) {
         if (hasGen && gen != trq.generation()) return null;
-        // A message in flight: the window holds its handle (the queue's, of this generation: the window is emptied
-        // before a new one begins), so no lookup in the queue and no handle made per ack. Any other rowid (an ack
-        // after a reconnect cleared the window, a duplicate) is looked up as before.
-        InFlight f = window.get(rowid);
-        QueueMessage m = f != null && f.msg.generation() == trq.generation() ? f.msg : trq.getByRowid(rowid);
+        // a message in flight comes from the window, with no handle made per ack; any other rowid (an ack after a
+        // reconnect cleared the window, a duplicate) from the queue
+        QueueMessage m = window.message(rowid);
         if (m == null || (hasT && t != m.t())) return null;
         return m;
     }

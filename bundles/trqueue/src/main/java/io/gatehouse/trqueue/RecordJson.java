@@ -254,15 +254,10 @@ final class RecordJson {
 
     /**
      * Writes what serialising {@link #parse} would write, without the two passes per message: the stored record
-     * {@code p} is the compact JSON of an object, written by {@link #encode} and checked by its CRC, so its bytes
-     * are copied as they are, with {@code __md_trq__} appended inside the closing brace. False, with nothing
-     * written, when the bytes cannot be copied so (absent, not an object, or holding the key already).
+     * {@code a[from, to)} is the compact JSON of an object, written by {@link #encode} and checked by its CRC, so its
+     * bytes are copied as they are, with {@code __md_trq__} appended inside the closing brace. False, with nothing
+     * written, when the bytes cannot be copied so (not an object, or holding the key already).
      */
-    static boolean write(byte[] p, QueueMessageImpl m, ByteBuf out) {
-        return p != null && write(p, 0, p.length, m, out);
-    }
-
-    /** {@link #write} of the stored record {@code a[from, to)}. */
     static boolean write(byte[] a, int from, int to, QueueMessageImpl m, ByteBuf out) {
         if (!copiesAsStored(a, from, to)) return false;
         out.writeBytes(a, from, to - from - 1);
