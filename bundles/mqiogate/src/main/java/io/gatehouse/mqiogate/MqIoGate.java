@@ -358,14 +358,18 @@ public final class MqIoGate implements GObjBehavior {
     private Route route(JsonNode kw, List<GObj> dst) {
         ByteBuf record = kw instanceof ObjectNode && kw.path(Kw.JSON_RECORD).asBoolean(false)
                 ? Kw.gbuffer((ObjectNode) kw) : null;
-        if (record != null && method() != Method.CONSISTENT) {
-            // the usual key, a string ending in digits, routed from the record's bytes
-            int child = recordKey.lastdigits(record, gobj.read(KEY), (int) Math.min(Integer.MAX_VALUE,
-                    gobj.readLong(DIGITS)), dst.size());
+        int digits = (int) Math.min(Integer.MAX_VALUE, gobj.readLong(DIGITS));
+        JsonNode v;
+        if (record != null) {
+            // a record's bytes (Kw.JSON_RECORD): the key read by a scan, no tree; the usual key, a string ending in
+            // digits, routed from those bytes
+            int child = recordKey.lastdigits(record, gobj.read(KEY), digits,
+                    method() == Method.CONSISTENT ? 0 : dst.size());
             if (child >= 0) return new Route(child, null);
+            v = recordKey.key();
+        } else {
+            v = Kw.get(kw, gobj.read(KEY));
         }
-        // a record's bytes (Kw.JSON_RECORD): the key read by a scan, no tree
-        JsonNode v = record != null ? recordKey.get(record, gobj.read(KEY)) : Kw.get(kw, gobj.read(KEY));
         if (method() == Method.CONSISTENT) {
             String key = KeyRouting.consistentKey(v);
             if (key == null) return new Route(0, "key missing, empty or not a string/integer");
@@ -375,7 +379,6 @@ public final class MqIoGate implements GObjBehavior {
         }
         String fault = KeyRouting.lastdigitsFault(v);
         if (fault != null) return new Route(0, fault);
-        int digits = (int) Math.min(Integer.MAX_VALUE, gobj.readLong(DIGITS));
         return new Route(KeyRouting.lastdigits(v.asText(), digits, dst.size()), null);
     }
 

@@ -25,31 +25,47 @@ final class RecordKey extends JsonScan {
 
     /** The value of {@code path} in the record held by {@code buf} (not consumed); null when it has none. */
     JsonNode get(ByteBuf buf, String path) {
-        if (path.indexOf('`') < 0 && load(buf)) {
-            int r = field(path);
-            if (r == ABSENT) return null;
-            if (r >= 0) {
-                int end = value(r, 1);
-                return end < 0 ? null : node(r, end);
-            }
-        }
-        return fromTree(buf, path);
+        lastdigits(buf, path, 0, 0);
+        return key;
     }
 
     /**
-     * The {@code lastdigits} child of the record held by {@code buf} read from its bytes, or -1 for the caller to read
-     * the key's node ({@link #get}) and route from it. Read here when the key is a top-level string with no escape
-     * whose last {@code digits} characters are 1 to 18 decimal digits (an id or a counter: the usual key), which
-     * are then its last bytes; the answer is {@link KeyRouting#lastdigits}'s, with no String and no node per message.
+     * The {@code lastdigits} child among {@code children} of the record held by {@code buf} (not consumed), or -1
+     * when the caller routes from the key's node, which {@link #key} then holds (null when the record has none). The
+     * child is read from the bytes when the key is a top-level string with no escape whose last {@code digits}
+     * characters are 1 to 18 decimal digits (an id or a counter: the usual key), which are then its last bytes: the
+     * answer is {@link KeyRouting#lastdigits}'s, with no String and no node per message. {@code children} 0: only
+     * the node is read.
      */
     int lastdigits(ByteBuf buf, String path, int digits, int children) {
-        if (path.indexOf('`') >= 0 || !load(buf)) return -1;
-        int r = field(path);
-        if (r < 0 || a[r] != '"') return -1;
-        int end = string(r);
-        if (end < 0 || escaped(r, end)) return -1;
-        int textEnd = end - 1;
-        int tailFrom = Math.max(r + 1, textEnd - digits);
+        key = null;
+        if (path.indexOf('`') < 0 && load(buf)) {
+            int r = field(path);
+            if (r == ABSENT) return -1;
+            if (r >= 0) {
+                int end = value(r, 1);
+                if (end < 0) return -1;
+                int child = children > 0 ? fromDigits(r, end, digits, children) : -1;
+                if (child < 0) key = node(r, end);
+                return child;
+            }
+        }
+        key = fromTree(buf, path);
+        return -1;
+    }
+
+    /** After {@link #lastdigits} answered -1: the key's node, null when the record has none. */
+    JsonNode key() {
+        return key;
+    }
+
+    private JsonNode key;
+
+    /** The child of the value in [from, to) when it is a string whose last {@code digits} bytes say it; else -1. */
+    private int fromDigits(int from, int to, int digits, int children) {
+        if (a[from] != '"' || escaped(from, to)) return -1;
+        int textEnd = to - 1;
+        int tailFrom = Math.max(from + 1, textEnd - digits);
         if (tailFrom == textEnd || textEnd - tailFrom > 18) return -1;
         long v = 0;
         for (int k = tailFrom; k < textEnd; k++) {
