@@ -29,7 +29,6 @@ final class InFlightRecords {
 
     /** A slot's rowid when it holds nothing: the queue's rowids are positive. */
     private long[] rowids = new long[MIN_CAPACITY];
-    private final SparseSpell sparse = new SparseSpell();
     private long[] generations = new long[MIN_CAPACITY];
     private long[] sentAtMs = new long[MIN_CAPACITY];
     /** The put's number: the send order. */
@@ -38,6 +37,7 @@ final class InFlightRecords {
     private final HashMap<KafkaOut.RecordKey, long[]> displaced = new HashMap<>();
     private long puts;
     private int size;
+    private final SparseSpell sparse = new SparseSpell();
 
     int size() {
         return size;

@@ -19,9 +19,10 @@ import java.util.Arrays;
  * <p>Tokens are consecutive, and an entry lives in slot {@code token & mask}: a ring over the tokens in flight,
  * read in the order they were given, with no object per message and no hashing. Two outputs (the queues under one
  * routing gate) tell their tokens apart, so the ring may have holes; when the slot of a new token is still taken,
- * the ring doubles (up to {@link #MAX_CAPACITY}), and shrinks once it has stayed under an eighth full ({@link #trim}). At the maximum the
- * oldest entry is forgotten to make room ({@link #forgotten}): its producer gets no ack and sends again (a
- * duplicate, never a loss); only a token that is never told (an output gone without a word) can stay that long.
+ * the ring doubles (up to {@link #MAX_CAPACITY}), and shrinks once it has stayed under an eighth full
+ * ({@link #trim}). At the maximum the oldest entry is forgotten to make room ({@link #forgotten}): its producer gets
+ * no ack and sends again (a duplicate, never a loss); only a token that is never told (an output gone without a
+ * word) can stay that long.
  *
  * <p>The messages of a batch ({@link Kw#BATCH}) share one token and one entry, told once per message: the entry
  * counts them down and its ack is owed when the last is told, or at once at the first refusal (a nack; the entry then
