@@ -250,9 +250,25 @@ public final class Kw {
 
     // --- Paths ---
 
+    /**
+     * Paths seen without a backquote, each in the slot of its hash. A path is nearly always a constant, and looking
+     * for a backquote in it at every read was 1.7 % of the durable forwarding loop. A slot holds one path, and two
+     * threads writing one slot at once lose no more than a hit. Bounded: 512 references.
+     */
+    private static final String[] PLAIN_PATHS = new String[512];
+
+    private static boolean plainPath(String path) {
+        int slot = path.hashCode() & (PLAIN_PATHS.length - 1);
+        if (PLAIN_PATHS[slot] == path) return true;
+        if (path.indexOf('`') >= 0) return false;
+        PLAIN_PATHS[slot] = path;
+        return true;
+    }
+
     /** The node at a backquote path, or null. */
     public static JsonNode get(JsonNode kw, String path) {
         if (kw == null || path == null) return null;
+        if (plainPath(path)) return kw.isObject() ? kw.get(path) : null;
         JsonNode cur = kw;
         int start = 0;
         while (true) {

@@ -29,6 +29,32 @@ class KwTest {
         assertNull(Kw.get(kw, "a`b`c"));
     }
 
+    /**
+     * Paths read over and over (a plain one is remembered as plain): a remembered path still reads its own key,
+     * a path with a backquote is still walked, and a value that is no dict has no key, however often asked.
+     */
+    @Test
+    void shouldReadTheSamePathsAgainAsTheFirstTime() throws Exception {
+        ObjectNode kw = Kw.parse("{\"a\": {\"b\": 1}, \"a`b\": 2, \"c\": 3}");
+        String nested = new String("a`b".toCharArray());   // another instance: not a remembered one
+        for (int round = 0; round < 3; round++) {
+            assertEquals(1, Kw.getLong(kw, "a`b", -1));
+            assertEquals(1, Kw.getLong(kw, nested, -1));
+            assertEquals(3, Kw.getLong(kw, "c", -1));
+            assertNull(Kw.get(kw, "missing"));
+            assertNull(Kw.get(kw.get("c"), "c"));
+            assertNull(Kw.get(JsonNodeFactory.instance.arrayNode().add(1), "c"));
+            // many plain paths sharing few slots: each still reads its own key
+            for (int k = 0; k < 2000; k++) {
+                String key = "k" + k;
+                assertNull(Kw.get(kw, key));
+                kw.put(key, k);
+                assertEquals(k, Kw.getLong(kw, key, -1));
+                kw.remove(key);
+            }
+        }
+    }
+
     @Test
     void shouldConvertLenientlyWhereYunetaDoes() throws Exception {
         ObjectNode kw = Kw.parse("{\"n\": \"42\", \"b\": 1, \"s\": \"true\", \"bad\": \"x\"}");
