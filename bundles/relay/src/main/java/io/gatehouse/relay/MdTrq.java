@@ -63,6 +63,8 @@ final class MdTrq extends JsonScan {
     private int mdFrom = -1;
     private int mdTo = -1;
     private boolean simple;
+    /** The metadata has no whitespace between its tokens: the ack echoes its bytes with one copy. */
+    private boolean mdCompact;
     private final int[] keyFrom = new int[MAX_MD_KEYS];
     private final int[] keyTo = new int[MAX_MD_KEYS];
     private int keys;
@@ -105,7 +107,7 @@ final class MdTrq extends JsonScan {
         int last = mdTo - 1;
         int run = mdFrom + 1;
         boolean inString = false;
-        for (int k = run; k < last; k++) {
+        for (int k = mdCompact ? last : run; k < last; k++) {   // compact: one run, no byte to look at
             byte c = a[k];
             if (c == '"') {
                 inString = !inString;
@@ -149,7 +151,7 @@ final class MdTrq extends JsonScan {
         int last = mdTo - 1;
         int run = mdFrom + 1;
         boolean inString = false;
-        for (int k = run; k < last; k++) {
+        for (int k = mdCompact ? last : run; k < last; k++) {   // compact: one run, no byte to look at
             byte c = a[k];
             if (c == '"') {
                 inString = !inString;
@@ -615,20 +617,32 @@ final class MdTrq extends JsonScan {
     private int mdObject(int i) {
         simple = true;
         keys = 0;
+        int open = i;
         i = first(i, '}');
-        if (i <= 0) return ~i;
+        if (i <= 0) {
+            mdCompact = ~i == open + 2;
+            return ~i;
+        }
+        boolean compact = i == open + 1;   // each token where the one before ends, with its comma or colon
         while (true) {
             int ks = i;
             i = key(i);
             if (i < 0) return -1;
             if (simple) simple = simpleKey(ks, i);
+            int ke = i;
             i = colon(i);
+            if (i != ke + 1) compact = false;
             int vs = i;
             i = value(i, 2);
             if (i < 0) return -1;
             if (simple) simple = simpleValue(vs, i);
+            int ve = i;
             i = next(i, '}');
-            if (i <= 0) return ~i;
+            if (i <= 0) {
+                mdCompact = compact && ~i == ve + 1;
+                return ~i;
+            }
+            if (i != ve + 1) compact = false;
         }
     }
 

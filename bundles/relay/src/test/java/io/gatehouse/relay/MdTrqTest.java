@@ -295,7 +295,15 @@ class MdTrqTest {
             b.append('"').append(k).append('"').append(ws[rnd.nextInt(ws.length)]).append(':')
                     .append(ws[rnd.nextInt(ws.length)]);
             if (k.equals("__md_trq__")) {
-                b.append("{\"__msg_rowid__\":").append(rnd.nextInt(1000)).append('}');
+                // spaced or compact, one key or two
+                b.append('{').append(ws[rnd.nextInt(ws.length)]).append("\"__msg_rowid__\"")
+                        .append(ws[rnd.nextInt(ws.length)]).append(':').append(ws[rnd.nextInt(ws.length)])
+                        .append(rnd.nextInt(1000));
+                if (rnd.nextBoolean()) {
+                    b.append(ws[rnd.nextInt(ws.length)]).append(',').append(ws[rnd.nextInt(ws.length)])
+                            .append("\"t\":\"a b\"");
+                }
+                b.append(ws[rnd.nextInt(ws.length)]).append('}');
             } else if (depth < 3 && rnd.nextInt(5) == 0) {
                 b.append(randomObject(rnd, atoms, keys, ws, depth + 1));
             } else if (depth < 3 && rnd.nextInt(8) == 0) {
