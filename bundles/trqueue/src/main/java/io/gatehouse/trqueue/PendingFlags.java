@@ -21,13 +21,20 @@ final class PendingFlags {
     private Segment[] segments = new Segment[START];
     private int[] offsets = new int[START];
     private int[] flags = new int[START];
-    /** Open addressing over {@link #rowids}: slot + 1, 0 = empty. Four times the slots, a power of two. */
+    /**
+     * The slots are in rowid order: each store so far was of a row past every one held. Acks come about in rowid
+     * order, so this is the usual case: a row is found by a binary search, and the flush takes the slots as they
+     * are. The first store out of order builds {@link #index} and uses it until the next {@link #clear}: the
+     * hashed probe of every store was 2.8 % of the durable forwarding loop, for rows that were nearly always new.
+     */
+    private boolean ordered = true;
+    /** Open addressing over {@link #rowids} while not {@link #ordered}: slot + 1, 0 = empty. Four times the slots, a power of two. */
     private int[] index = new int[START * 4];
     /** The index positions in use, so that a clear touches only those. */
     private int[] used = new int[START];
     private int size;
     /**
-     * The lowest and highest rowid held: a row outside is not held, without a probe. Acks come about in rowid
+     * The lowest and highest rowid held: a row outside is not held, without a search. Acks come about in rowid
      * order, so the row asked about (its old flag read before the store) is mostly past the highest, and the probe
      * of an absent rowid, a random line of the index, was 2.5 % of the Kafka edge's core loop.
      */
@@ -46,7 +53,7 @@ final class PendingFlags {
         return size == CAPACITY;
     }
 
-    /** Doubles the arrays (up to {@link #CAPACITY}) and indexes the slots again. */
+    /** Doubles the arrays (up to {@link #CAPACITY}), and the index when it is in use. */
     private void grow() {
         int n = rowids.length * 2;
         rowids = Arrays.copyOf(rowids, n);
@@ -55,8 +62,13 @@ final class PendingFlags {
         flags = Arrays.copyOf(flags, n);
         used = new int[n];
         index = new int[n * 4];
+        if (!ordered) indexAll();
+    }
+
+    /** Indexes every slot held ({@link #index} is empty). */
+    private void indexAll() {
         for (int slot = 0; slot < size; slot++) {
-            int at = -1 - find(rowids[slot]);
+            int at = -1 - probe(rowids[slot]);
             index[at] = slot + 1;
             used[slot] = at;
         }
@@ -67,7 +79,8 @@ final class PendingFlags {
         return (int) (h >>> 40);
     }
 
-    private int find(long rowid) {
+    /** In the {@link #index}: the slot of {@code rowid}, or {@code -1 - position} of the empty entry it would take. */
+    private int probe(long rowid) {
         int mask = index.length - 1;
         for (int i = hash(rowid) & mask; ; i = (i + 1) & mask) {
             int e = index[i];
@@ -76,24 +89,34 @@ final class PendingFlags {
         }
     }
 
+    /** The slot of {@code rowid}, or -1. */
+    private int slotOf(long rowid) {
+        if (size == 0 || rowid > highest || rowid < lowest) return -1;
+        if (!ordered) return Math.max(-1, probe(rowid));
+        int found = Arrays.binarySearch(rowids, 0, size, rowid);
+        return found >= 0 ? found : -1;
+    }
+
     /** The flag waiting for {@code rowid}, or {@code orElse}. */
     int flag(long rowid, int orElse) {
-        if (size == 0 || rowid > highest || rowid < lowest) return orElse;
-        int e = find(rowid);
+        int e = slotOf(rowid);
         return e >= 0 ? flags[e] : orElse;
     }
 
     /** Holds the store of {@code flag} at frame offset {@code off} of {@code s}; the caller checked {@link #isFull}. */
     void put(long rowid, Segment s, int off, int flag) {
-        int e = find(rowid);
-        if (e >= 0) {
-            flags[e] = flag;
-            return;
+        if (rowid <= highest) {
+            int e = slotOf(rowid);
+            if (e >= 0) {
+                flags[e] = flag;
+                return;
+            }
+            if (ordered) {
+                ordered = false;   // a row before the highest, new: the index from now on
+                indexAll();
+            }
         }
-        if (size == rowids.length) {
-            grow();
-            e = find(rowid);
-        }
+        if (size == rowids.length) grow();
         int slot = size++;
         if (rowid > highest) highest = rowid;
         if (rowid < lowest) lowest = rowid;
@@ -101,17 +124,24 @@ final class PendingFlags {
         segments[slot] = s;
         offsets[slot] = off;
         flags[slot] = flag;
-        index[-1 - e] = slot + 1;
-        used[slot] = -1 - e;
+        if (!ordered) {
+            int at = -1 - probe(rowid);
+            index[at] = slot + 1;
+            used[slot] = at;
+        }
     }
 
     /** The slots in rowid order: rows, and so frames, in file order. */
     int[] sortedSlots() {
+        int[] out = new int[size];
+        if (ordered) {
+            for (int i = 0; i < size; i++) out[i] = i;
+            return out;
+        }
         long[] keyed = new long[size];
         // rowid in the high bits, slot in the low 13: one primitive sort, no boxing
         for (int i = 0; i < size; i++) keyed[i] = (rowids[i] << 13) | i;
         Arrays.sort(keyed);
-        int[] out = new int[size];
         for (int i = 0; i < size; i++) out[i] = (int) (keyed[i] & (CAPACITY - 1));
         return out;
     }
@@ -148,7 +178,10 @@ final class PendingFlags {
     }
 
     void clear() {
-        for (int i = 0; i < size; i++) index[used[i]] = 0;
+        if (!ordered) {
+            for (int i = 0; i < size; i++) index[used[i]] = 0;
+            ordered = true;
+        }
         Arrays.fill(segments, 0, size, null);
         size = 0;
         lowest = Long.MAX_VALUE;

@@ -45,6 +45,57 @@ class PendingFlagsTest {
         }
     }
 
+    /**
+     * Stores mostly in rowid order (as acks come), now and then a row again or an earlier one: every answer is a
+     * map's, and the slots come out in rowid order, across flushes that keep part and clears.
+     */
+    @Test
+    void shouldAnswerLikeAMapForStoresMostlyInRowidOrder() {
+        Segment seg = new Segment(Path.of("x.seg"), 1);
+        Random rnd = new Random(5);
+        PendingFlags p = new PendingFlags();
+        java.util.TreeMap<Long, Integer> ref = new java.util.TreeMap<>();
+        long next = 1;
+        for (int step = 0; step < 60_000; step++) {
+            if (p.isFull()) {
+                int[] sorted = p.sortedSlots();
+                int from = rnd.nextInt(sorted.length + 1);
+                for (int i = 0; i < from; i++) ref.remove(ref.firstKey());
+                p.keepFrom(sorted, from);
+            }
+            if (rnd.nextInt(2000) == 0) {
+                p.clear();
+                ref.clear();
+            }
+            long rowid;
+            int kind = rnd.nextInt(100);
+            if (kind < 90 || ref.isEmpty()) {
+                rowid = next;   // the next row, or a little past it
+                next += 1 + (rnd.nextInt(8) == 0 ? rnd.nextInt(5) : 0);
+            } else if (kind < 95) {
+                rowid = ref.lastKey() - rnd.nextInt((int) Math.min(50, ref.lastKey()));   // held, or a gap before the highest
+            } else {
+                rowid = Math.max(1, next - 1 - rnd.nextInt(30_000));   // far back
+            }
+            int flag = rnd.nextInt(0x10000);
+            p.put(rowid, seg, (int) rowid * 8, flag);
+            ref.put(rowid, flag);
+            assertEquals(ref.size(), p.size());
+            long probe = Math.max(1, next - rnd.nextInt(100));
+            assertEquals(ref.getOrDefault(probe, -7), p.flag(probe, -7), "flag of " + probe);
+            if (step % 997 == 0) {
+                int[] sorted = p.sortedSlots();
+                assertEquals(ref.size(), sorted.length);
+                int i = 0;
+                for (Map.Entry<Long, Integer> e : ref.entrySet()) {
+                    assertEquals((int) (long) e.getKey() * 8, p.offset(sorted[i]), "slot " + i + " in rowid order");
+                    assertEquals((int) e.getValue(), p.flagAt(sorted[i]));
+                    i++;
+                }
+            }
+        }
+    }
+
     @Test
     void shouldFindTheLowestAndHighestRowidsHeldAndNothingPastThemAfterAClear() {
         Segment seg = new Segment(Path.of("x.seg"), 1);
