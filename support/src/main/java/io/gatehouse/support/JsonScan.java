@@ -71,6 +71,11 @@ public class JsonScan {
      * other control characters, and no 4-byte UTF-8 sequence (Jackson writes those its own way).
      */
     protected boolean jacksonForm;
+    /**
+     * After {@link #string} (and {@link #key}): the token has no escape and only ASCII, so its bytes are its text
+     * and what Jackson writes for it.
+     */
+    protected boolean asciiPlain;
     /** The last name {@link #field(String)} looked for, and its bytes. */
     private String fieldName;
     private byte[] fieldBytes;
@@ -268,6 +273,7 @@ public class JsonScan {
      */
     public final int string(int i) {
         boolean plain = true;
+        boolean ascii = true;
         int k = i + 1;
         // Names and short values end within a few bytes, where a byte at a time is cheapest; past LONG_STRING bytes
         // (a log line, a payload) the walk reads eight at a time to each byte it must look at. The one bound check
@@ -284,9 +290,11 @@ public class JsonScan {
             int c = a[k];
             if (c == '"') {
                 jacksonForm = plain;
+                asciiPlain = ascii;
                 return k + 1;
             }
             if (c == '\\') {
+                ascii = false;
                 if (++k >= n) return -1;
                 int e = a[k];
                 if (e == 'u') {
@@ -309,6 +317,7 @@ public class JsonScan {
             } else if (c >= 0) {
                 return -1;   // a control character
             } else {
+                ascii = false;
                 if ((c & 0xff) >= 0xf0) plain = false;
                 k = utf8(k);
                 if (k < 0) return -1;

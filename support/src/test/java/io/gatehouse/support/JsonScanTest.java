@@ -213,6 +213,11 @@ class JsonScanTest {
                 if (text.codePoints().allMatch(c -> c < 0x10000)) {
                     assertEquals(asJacksonWrites, walk.jacksonForm, () -> "form of " + java.util.Arrays.toString(b));
                 }
+                // its bytes are its text, ASCII, written so by Jackson
+                boolean ascii = text.chars().allMatch(c -> c < 0x80)
+                        && java.util.Arrays.equals(text.getBytes(StandardCharsets.US_ASCII), 0, text.length(), b, 1, len + 1);
+                assertEquals(ascii, walk.asciiPlain, () -> "ASCII and plain: " + java.util.Arrays.toString(b));
+                if (walk.asciiPlain) assertTrue(asJacksonWrites, () -> "written as it is: " + java.util.Arrays.toString(b));
             }
             int from = rnd.nextInt(b.length);
             int to = from + rnd.nextInt(b.length - from + 1);

@@ -646,8 +646,9 @@ final class MdTrq extends JsonScan {
         }
     }
 
+    /** The key just walked, in [from, to): ASCII with no escape, not {@code result}, not given before. */
     private boolean simpleKey(int from, int to) {
-        if (keys == MAX_MD_KEYS || !plainString(from, to) || equalsAt(from, to, RESULT_KEY)) return false;
+        if (keys == MAX_MD_KEYS || !asciiPlain || equalsAt(from, to, RESULT_KEY)) return false;
         for (int k = 0; k < keys; k++) {
             if (java.util.Arrays.equals(a, keyFrom[k], keyTo[k], a, from, to)) return false;
         }
@@ -657,9 +658,10 @@ final class MdTrq extends JsonScan {
         return true;
     }
 
+    /** The value just walked, in [from, to): one Jackson writes back as these bytes. */
     private boolean simpleValue(int from, int to) {
         byte c = a[from];
-        if (c == '"') return plainString(from, to);
+        if (c == '"') return asciiPlain;
         if (c == 't' || c == 'f' || c == 'n') return true;
         if (c == '{' || c == '[') return false;
         // a number: an integer as Jackson writes it back (not -0, no fraction nor exponent)
@@ -667,15 +669,6 @@ final class MdTrq extends JsonScan {
         for (int k = from; k < to; k++) {
             byte d = a[k];
             if (d == '.' || d == 'e' || d == 'E') return false;
-        }
-        return true;
-    }
-
-    /** A string token in printable ASCII without escapes. */
-    private boolean plainString(int from, int to) {
-        for (int k = from + 1; k < to - 1; k++) {
-            byte c = a[k];
-            if (c == '\\' || c < 0x20 || c > 0x7e) return false;
         }
         return true;
     }

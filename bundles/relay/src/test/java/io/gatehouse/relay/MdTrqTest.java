@@ -19,6 +19,7 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -375,6 +376,17 @@ class MdTrqTest {
         same("{\"__md_trq__\":{}}");
         same("{\"__md_trq__\":{ }, \"x\": [1, 2, {\"__md_trq__\": 3}]}");
         same("\r\n {\"__md_trq__\":{\"a\":-12,\"big\":123456789012345678901234567890}}  trailing bytes ignored");
+        // DEL is ASCII that Jackson writes as it is: echoed; an escape or a byte past ASCII is not
+        String del = "{\"__md_trq__\":{\"k\u007f\":\"v\u007f\"}}";
+        assertEquals(MdTrq.FOUND, status(del));
+        assertTrue(scan.simple());
+        same(del);
+        for (String notSimple : new String[] {"{\"__md_trq__\":{\"k\":\"\u00e9\"}}", "{\"__md_trq__\":{\"\u00e9\":1}}",
+            "{\"__md_trq__\":{\"k\":\"a\\\"b\"}}", "{\"__md_trq__\":{\"k\":\"\\u0041\"}}"}) {
+            assertEquals(MdTrq.FOUND, status(notSimple), notSimple);
+            assertFalse(scan.simple(), notSimple);
+            same(notSimple);
+        }
     }
 
     @Test
