@@ -133,15 +133,24 @@ public final class Gbuffers {
     /** {@code m} in {@code len} bytes at {@code a[from]}, after a minus sign when {@code negative}. */
     private static void writeDigits(byte[] a, int from, int len, long m, boolean negative) {
         int p = from + len;
-        while (m >= 100) {
-            int r = (int) (m % 100);
-            m /= 100;
+        while (m > Integer.MAX_VALUE) {
+            long q = m / 100;
+            int r = (int) (m - q * 100);
+            m = q;
             a[--p] = DIGIT_ONES[r];
             a[--p] = DIGIT_TENS[r];
         }
-        int r = (int) m;
-        a[--p] = DIGIT_ONES[r];
-        if (r >= 10) a[--p] = DIGIT_TENS[r];
+        // the rest in int arithmetic, as Long.toString does: a rowid or a time in milliseconds is mostly here
+        int i = (int) m;
+        while (i >= 100) {
+            int q = i / 100;
+            int r = i - q * 100;
+            i = q;
+            a[--p] = DIGIT_ONES[r];
+            a[--p] = DIGIT_TENS[r];
+        }
+        a[--p] = DIGIT_ONES[i];
+        if (i >= 10) a[--p] = DIGIT_TENS[i];
         if (negative) a[--p] = '-';
     }
 

@@ -34,6 +34,10 @@ class GbuffersTest {
         }
         java.util.Random r = new java.util.Random(3);
         for (int i = 0; i < 1000; i++) all.add(r.nextLong() >> r.nextInt(64));
+        for (long v = Integer.MAX_VALUE - 200L; v <= Integer.MAX_VALUE + 200L; v++) {   // where the int arithmetic starts
+            all.add(v);
+            all.add(-v);
+        }
         for (long v : all) {
             // a heap buffer that grows on the way from no room at all, one whose array starts past its offset (a
             // slice), and a direct one
