@@ -137,12 +137,16 @@ final class AckScan extends JsonScan {
             if (i + 1 >= n || a[i] != '"' || a[i + 1] != ':') return false;
             int ke = ++i;
             int vs = ++i;
-            if (i < n && a[i] == '-') i++;
+            boolean negative = i < n && a[i] == '-';
+            if (negative) i++;
             if (i >= n || !isDigit(a[i])) return false;
             if (a[i] == '0' && i + 1 < n && isDigit(a[i + 1])) return false;   // a leading zero: not JSON
-            while (i < n && isDigit(a[i])) i++;
+            // the value read in the same pass (it is kept only when it has few enough digits not to overflow)
+            int ds = i;
+            long v = 0;
+            while (i < n && isDigit(a[i])) v = v * 10 + (a[i++] - '0');
             if (i - vs > 100 || i >= n) return false;
-            mdField(ks, ke, vs, i);
+            mdField(ks, ke, i - ds, negative ? -v : v);
             if (a[i] == ',') {
                 i++;
             } else if (a[i] == '}' && i + 2 == n && a[i + 1] == '}') {
@@ -212,6 +216,27 @@ final class AckScan extends JsonScan {
             mdField(ks, ke, vs, i);
             i = next(i, '}');
             if (i <= 0) return ~i;
+        }
+    }
+
+    /**
+     * A field of {@link #compact} metadata, name in [ks, ke), an integer of {@code digits} digits whose value is
+     * {@code v} (meaningless past 18 digits): kept when it is one of the ack's, as {@link #mdField} keeps it.
+     */
+    private void mdField(int ks, int ke, int digits, long v) {
+        int upTo18 = digits <= 18 ? READ : OTHER;
+        if (equalsAt(ks, ke, ROWID_KEY)) {
+            rowidState = upTo18;
+            rowidValue = v;
+        } else if (equalsAt(ks, ke, T_KEY)) {
+            tState = upTo18;
+            tValue = v;
+        } else if (equalsAt(ks, ke, GEN_KEY)) {
+            genState = upTo18;
+            genValue = v;
+        } else if (equalsAt(ks, ke, RESULT_KEY)) {
+            mdResultState = digits <= 9 ? READ : OTHER;
+            mdResultValue = v;
         }
     }
 
