@@ -102,23 +102,8 @@ final class MdTrq extends JsonScan {
      */
     ByteBuf startAck() {
         ByteBuf out = Gbuffers.allocateHeap((mdTo - mdFrom) + ACK_HEAD.length + 20);
-        out.writeBytes(ACK_HEAD);
-        // the md's bytes between its braces, whitespace outside strings left out (no escapes: quotes toggle)
-        int last = mdTo - 1;
-        int run = mdFrom + 1;
-        boolean inString = false;
-        for (int k = mdCompact ? last : run; k < last; k++) {   // compact: one run, no byte to look at
-            byte c = a[k];
-            if (c == '"') {
-                inString = !inString;
-            } else if (!inString && isWs(c)) {
-                if (k > run) out.writeBytes(a, run, k - run);
-                run = k + 1;
-            }
-        }
-        if (last > run) out.writeBytes(a, run, last - run);
-        if (keys > 0) out.writeByte(',');
-        out.writeBytes(RESULT_FIELD);
+        int at = out.arrayOffset() + out.writerIndex();
+        out.writerIndex(out.writerIndex() + putAckStart(out.array(), at) - at);
         return out;
     }
 
@@ -146,8 +131,18 @@ final class MdTrq extends JsonScan {
     private byte[] ackStart(int front, int room) {
         // the md's braces are not copied, a comma may be added: exact unless whitespace is left out
         byte[] out = new byte[front + ACK_HEAD.length + (mdTo - mdFrom - 2) + 1 + RESULT_FIELD.length + room];
-        System.arraycopy(ACK_HEAD, 0, out, front, ACK_HEAD.length);
-        int o = front + ACK_HEAD.length;
+        int o = putAckStart(out, front);
+        return o + room == out.length ? out : java.util.Arrays.copyOf(out, o + room);
+    }
+
+    /**
+     * Writes the ack up to its result at {@code out[o]} (room for {@code mdTo - mdFrom + ACK_HEAD.length + 8}
+     * bytes): the head, the md's bytes between its braces with whitespace outside strings left out (no escapes:
+     * quotes toggle), the comma and the result's name. Answers the index after it.
+     */
+    private int putAckStart(byte[] out, int o) {
+        System.arraycopy(ACK_HEAD, 0, out, o, ACK_HEAD.length);
+        o += ACK_HEAD.length;
         int last = mdTo - 1;
         int run = mdFrom + 1;
         boolean inString = false;
@@ -169,8 +164,7 @@ final class MdTrq extends JsonScan {
         }
         if (keys > 0) out[o++] = ',';
         System.arraycopy(RESULT_FIELD, 0, out, o, RESULT_FIELD.length);
-        o += RESULT_FIELD.length;
-        return o + room == out.length ? out : java.util.Arrays.copyOf(out, o + room);
+        return o + RESULT_FIELD.length;
     }
 
     /**
