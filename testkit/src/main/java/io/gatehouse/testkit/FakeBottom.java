@@ -17,7 +17,10 @@ import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 
 /**
  * A stand-in for the C_IOGATE under a C_QIOGATE (gclass C_FAKE_BOTTOM): records what is sent to it, and lets the
@@ -42,6 +45,11 @@ public final class FakeBottom implements GObjBehavior {
     /** Ack every message with this result (on a later turn of the loop); null = no automatic ack. */
     public volatile Integer autoAck;
     public volatile int answer;
+    /** Keep each message's buffer, unreleased, as a socket's queue would ({@link #keptBuffers}). */
+    public volatile boolean keepBuffers;
+    private final List<ByteBuf> kept = new ArrayList<>();
+    /** Every buffer object sent down, by identity, to tell a buffer reused from one made per message. */
+    private final Set<ByteBuf> buffersSeen = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private FakeBottom(GObj gobj) {
         this.gobj = gobj;
@@ -53,16 +61,19 @@ public final class FakeBottom implements GObjBehavior {
 
     private int acSend(String ev, ObjectNode kw, GObj src) {
         ByteBuf b = Kw.takeGbuffer(kw);
+        boolean keep = keepBuffers && b != null;
         ObjectNode msg;
         try {
-            msg = b == null ? Kw.withoutRefs(kw) : Kw.parse(b);
+            msg = b == null ? Kw.withoutRefs(kw) : Kw.parse(b.duplicate());
         } catch (IOException e) {
             throw new IllegalStateException(e);
         } finally {
-            if (b != null) b.release();
+            if (b != null && !keep) b.release();
         }
         synchronized (sent) {
             sent.add(msg);
+            if (b != null) buffersSeen.add(b);
+            if (keep) kept.add(b);
             sent.notifyAll();
         }
         Integer r = autoAck;
@@ -79,6 +90,20 @@ public final class FakeBottom implements GObjBehavior {
         }
     }
 
+    /** The buffers kept under {@link #keepBuffers}, in the order they came, still holding what was sent. */
+    public List<ByteBuf> keptBuffers() {
+        synchronized (sent) {
+            return new ArrayList<>(kept);
+        }
+    }
+
+    /** How many distinct buffer objects the messages came in. */
+    public int distinctBuffers() {
+        synchronized (sent) {
+            return buffersSeen.size();
+        }
+    }
+
     public List<Long> sentRowids() {
         List<Long> out = new ArrayList<>();
         for (ObjectNode m : sent()) out.add(m.path("__md_trq__").path("__msg_rowid__").asLong());
@@ -88,6 +113,9 @@ public final class FakeBottom implements GObjBehavior {
     public void clear() {
         synchronized (sent) {
             sent.clear();
+            buffersSeen.clear();
+            for (ByteBuf b : kept) b.release();
+            kept.clear();
         }
     }
 

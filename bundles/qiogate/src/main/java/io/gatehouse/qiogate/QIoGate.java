@@ -25,6 +25,7 @@ import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.qiogate.InFlightWindow.InFlight;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
+import io.gatehouse.support.ReusableHeapBuffer;
 import io.gatehouse.support.Streak;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -291,6 +292,7 @@ public final class QIoGate implements GObjBehavior {
         pollTimer = Cancellable.NONE;
         pollDueMs = -1;
         closeQueue();
+        forgetWireBuffer();
         return 0;
     }
 
@@ -298,6 +300,7 @@ public final class QIoGate implements GObjBehavior {
     public void onDestroy() {
         pollTimer.cancel();
         closeQueue();
+        forgetWireBuffer();
     }
 
     @Override
@@ -362,6 +365,7 @@ public final class QIoGate implements GObjBehavior {
      */
     @Override
     public ObjectNode onExport() {
+        forgetWireBuffer();
         ObjectNode s = Kw.create();
         if (trq != null) {
             Kw.putRef(s, "queue", trq);
@@ -1167,6 +1171,31 @@ public final class QIoGate implements GObjBehavior {
      */
     private static final int SMALL_WIRE_BYTES = 1024;
     private int lastWireBytes;
+    /**
+     * The small heap buffer the last message went down in. The levels below copy a small message into their write
+     * batch and release it as they go, so the buffer is free again when the send returns: it is taken back then
+     * instead of a buffer made per message (5 % of the durable core loop). One that somebody below still holds (the
+     * first message of a write batch, a socket's queue, a worker hop) is left to them, and the next message gets a
+     * new one. This gate holds no reference to it: below, it is a buffer like any other.
+     */
+    private ReusableHeapBuffer wireBuffer;
+
+    /** A heap buffer for a message of about {@code size} bytes, its one reference the caller's to pass down. */
+    private ByteBuf smallWireBuffer(int size) {
+        ReusableHeapBuffer b = wireBuffer;
+        if (b != null && b.reclaim()) {
+            if (b.capacity() - Gbuffers.HEADROOM >= size) return b;
+            b.release();
+        }
+        b = new ReusableHeapBuffer(size);
+        wireBuffer = b;
+        return b;
+    }
+
+    /** Forgets the reused buffer (the gate stops, goes away, or hands over): whoever holds it releases it. */
+    private void forgetWireBuffer() {
+        wireBuffer = null;
+    }
 
     /**
      * Reads the record and sends it down as compact JSON with its {@code __md_trq__}. Answers false when the
@@ -1183,7 +1212,7 @@ public final class QIoGate implements GObjBehavior {
                 return true;
             }
         }
-        ByteBuf buf = lastWireBytes <= SMALL_WIRE_BYTES ? Gbuffers.allocateHeap(Math.max(256, lastWireBytes))
+        ByteBuf buf = lastWireBytes <= SMALL_WIRE_BYTES ? smallWireBuffer(Math.max(256, lastWireBytes))
                 : Gbuffers.allocate(ByteBufAllocator.DEFAULT, lastWireBytes);
         String cause = null;
         try {

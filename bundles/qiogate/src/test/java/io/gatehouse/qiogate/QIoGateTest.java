@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
+import io.netty.buffer.ByteBuf;
 import io.gatehouse.core.ConfigException;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.FakeBottom;
@@ -235,6 +236,31 @@ class QIoGateTest {
         send("{\"id\":\"big\",\"pad\":\"" + pad + "\"}");
         send("{\"id\":\"next\"}");
         assertEquals(1, bottom().sent().size(), "a message larger than the window still goes, alone");
+    }
+
+    @Test
+    void shouldReuseTheWireBufferOnlyWhenNothingBelowHoldsIt() throws Exception {
+        givenGate("{\"topic_name\":\"t\",\"max_pending_acks\":1000}");
+        rt.run(() -> bottom().open());
+        // growing messages: the buffer grows under them
+        for (int i = 1; i <= 40; i++) send("{\"id\":\"" + i + "\",\"pad\":\"" + "y".repeat(i * 20) + "\"}");
+        assertEquals(40, bottom().sent().size());
+        for (int i = 0; i < 40; i++) assertEquals(String.valueOf(i + 1), bottom().sent().get(i).path("id").asText());
+        assertEquals(1, bottom().distinctBuffers(), "a bottom that lets go of each buffer is given the same one again");
+
+        // a bottom that holds them (a socket's queue): each message keeps its own bytes
+        bottom().clear();
+        bottom().keepBuffers = true;
+        for (int i = 41; i <= 80; i++) send("{\"id\":\"" + i + "\"}");
+        List<ByteBuf> kept = bottom().keptBuffers();
+        assertEquals(40, kept.size());
+        assertEquals(40, bottom().distinctBuffers());
+        for (int k = 0; k < 40; k++) {
+            ObjectNode m = Kw.parse(kept.get(k).duplicate());
+            assertEquals(String.valueOf(41 + k), m.path("id").asText(), "buffer " + k + " still holds its message");
+            assertEquals(41 + k, m.path("__md_trq__").path("__msg_rowid__").asLong());
+        }
+        bottom().clear();
     }
 
     @Test
