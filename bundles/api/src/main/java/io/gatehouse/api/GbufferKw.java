@@ -5,14 +5,12 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
 
-import java.util.LinkedHashMap;
-
 /**
  * A kw made for one buffer ({@link Kw#withGbuffer}): the gbuffer is a field, not a dict entry, so the kw made
  * per message and per socket read costs two small objects and no map insert. It is never serialised, and a
  * {@link #deepCopy()} does not carry it (as every copy of a gbuffer kw takes a buffer view of its own, see
- * {@link Kw#copy}). Its dict rarely holds more than {@code __temp__}: a 4-slot table (allocated on the first key)
- * instead of the default 16.
+ * {@link Kw#copy}). Its dict rarely holds more than {@code __temp__}: a {@link SmallDict}, an array scanned, instead
+ * of a hash map.
  */
 final class GbufferKw extends ObjectNode {
     private static final long serialVersionUID = 1L;
@@ -20,7 +18,7 @@ final class GbufferKw extends ObjectNode {
     transient ByteBuf gbuffer;
 
     GbufferKw(JsonNodeFactory f, ByteBuf gbuffer) {
-        super(f, new LinkedHashMap<>(4));
+        super(f, new SmallDict());
         this.gbuffer = gbuffer;
     }
 }
