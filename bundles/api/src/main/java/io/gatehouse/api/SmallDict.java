@@ -86,7 +86,7 @@ final class SmallDict extends AbstractMap<String, JsonNode> {
             return null;
         }
         if (pairs == null) {
-            pairs = new Object[8];
+            pairs = new Object[4];   // two keys: most such kws hold one or two
         } else if (size << 1 == pairs.length) {
             pairs = Arrays.copyOf(pairs, pairs.length << 1);
         }
