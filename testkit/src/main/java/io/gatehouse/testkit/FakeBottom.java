@@ -29,14 +29,24 @@ import java.util.Set;
 public final class FakeBottom implements GObjBehavior {
     public static final String GCLASS = "C_FAKE_BOTTOM";
 
+    private static final Fsm<FakeBottom> FSM = Fsm.<FakeBottom>builder()
+            .state(St.ST_IDLE)
+            .on(Ev.EV_SEND_MESSAGE, FakeBottom::acSend)
+            .ignore(Ev.EV_DROP)
+            .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
+            .build();
+
     public static final GClassSpec<FakeBottom> SPEC = GClassSpec.builder(GCLASS, FakeBottom.class)
             .description("test bottom")
-            .fsm(Fsm.<FakeBottom>builder()
-                    .state(St.ST_IDLE)
-                    .on(Ev.EV_SEND_MESSAGE, FakeBottom::acSend)
-                    .ignore(Ev.EV_DROP)
-                    .publishes(Ev.EV_ON_OPEN, Ev.EV_ON_CLOSE, Ev.EV_ON_MESSAGE)
-                    .build())
+            .fsm(FSM)
+            .factory(FakeBottom::new)
+            .build();
+
+    /** The same bottom taking send batches ({@link Kw#BATCH}): it records each message of a batch as one sent. */
+    public static final GClassSpec<FakeBottom> SPEC_SEND_BATCHES = GClassSpec.builder(GCLASS, FakeBottom.class)
+            .description("test bottom taking send batches")
+            .fsm(FSM)
+            .takesSendBatches()
             .factory(FakeBottom::new)
             .build();
 
@@ -49,6 +59,7 @@ public final class FakeBottom implements GObjBehavior {
     public volatile boolean keepBuffers;
     private final List<ByteBuf> kept = new ArrayList<>();
     /** Every buffer object sent down, by identity, to tell a buffer reused from one made per message. */
+    private int batches;
     private final Set<ByteBuf> buffersSeen = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private FakeBottom(GObj gobj) {
@@ -60,6 +71,8 @@ public final class FakeBottom implements GObjBehavior {
     }
 
     private int acSend(String ev, ObjectNode kw, GObj src) {
+        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        if (batch != null) return takeBatch(kw, batch);
         ByteBuf b = Kw.takeGbuffer(kw);
         boolean keep = keepBuffers && b != null;
         ObjectNode msg;
@@ -82,6 +95,46 @@ public final class FakeBottom implements GObjBehavior {
             gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
         }
         return answer;
+    }
+
+    /** Each message of the batch recorded as if it came alone; under {@link #keepBuffers}, a retained view of it. */
+    private int takeBatch(ObjectNode kw, int[] batch) {
+        ByteBuf all = Kw.takeGbuffer(kw);
+        try {
+            synchronized (sent) {
+                batches++;
+                buffersSeen.add(all);
+            }
+            for (int i = 0; i + 1 < batch.length; i += 2) {
+                ByteBuf one = all.slice(all.readerIndex() + batch[i], batch[i + 1] - batch[i]);
+                ObjectNode msg;
+                try {
+                    msg = Kw.parse(one.duplicate());
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+                synchronized (sent) {
+                    sent.add(msg);
+                    if (keepBuffers) kept.add(one.retain());
+                    sent.notifyAll();
+                }
+                Integer r = autoAck;
+                if (r != null) {
+                    ObjectNode ack = TrQueue.answer(msg, r);
+                    gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
+                }
+            }
+        } finally {
+            all.release();
+        }
+        return answer;
+    }
+
+    /** How many send batches came (their messages are in {@link #sent}). */
+    public int batches() {
+        synchronized (sent) {
+            return batches;
+        }
     }
 
     public List<ObjectNode> sent() {
@@ -113,6 +166,7 @@ public final class FakeBottom implements GObjBehavior {
     public void clear() {
         synchronized (sent) {
             sent.clear();
+            batches = 0;
             buffersSeen.clear();
             for (ByteBuf b : kept) b.release();
             kept.clear();

@@ -42,12 +42,16 @@ public final class FakeSocket implements GObjBehavior {
         public final String event;
         /** The gbuffer's readable bytes, or null when it had none. */
         public final byte[] bytes;
+        /** The kw, without its references. */
         public final ObjectNode kw;
+        /** The messages the kw held ({@link Kw#messages}: the frames of a protocol's send batch, else 1). */
+        public final int messages;
 
-        Sent(String event, byte[] bytes, ObjectNode kw) {
+        Sent(String event, byte[] bytes, ObjectNode kw, int messages) {
             this.event = event;
             this.bytes = bytes;
             this.kw = kw;
+            this.messages = messages;
         }
 
         /** The bytes as UTF-8 text (null when none). */
@@ -94,7 +98,7 @@ public final class FakeSocket implements GObjBehavior {
             b.release();
         }
         synchronized (sent) {
-            sent.add(new Sent(event, bytes, kw == null ? Kw.create() : Kw.withoutRefs(kw)));
+            sent.add(new Sent(event, bytes, kw == null ? Kw.create() : Kw.withoutRefs(kw), kw == null ? 1 : Kw.messages(kw)));
         }
         return 0;
     }

@@ -57,6 +57,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean answersDurableTokens;
     private final boolean takesQueueRecords;
     private final boolean takesBatches;
+    private final boolean takesSendBatches;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -77,6 +78,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.answersDurableTokens = b.answersDurableTokens;
         this.takesQueueRecords = b.takesQueueRecords;
         this.takesBatches = b.takesBatches;
+        this.takesSendBatches = b.takesSendBatches;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -117,6 +119,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.answersDurableTokens = other.answersDurableTokens;
         this.takesQueueRecords = other.takesQueueRecords;
         this.takesBatches = other.takesBatches;
+        this.takesSendBatches = other.takesSendBatches;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -208,6 +211,14 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean takesBatches() { return takesBatches; }
 
     /**
+     * True when this gclass takes an EV_SEND_MESSAGE carrying a {@link Kw#BATCH} (see
+     * {@link Builder#takesSendBatches()}).
+     *
+     * @since 2.5
+     */
+    public boolean takesSendBatches() { return takesSendBatches; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -252,6 +263,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean answersDurableTokens;
         private boolean takesQueueRecords;
         private boolean takesBatches;
+        private boolean takesSendBatches;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -371,6 +383,17 @@ public final class GClassSpec<B extends GObjBehavior> {
          * @since 2.4
          */
         public Builder<B> takesBatches() { this.takesBatches = true; return this; }
+
+        /**
+         * This gclass takes an EV_SEND_MESSAGE carrying a {@link Kw#BATCH}, every message of it sent in the order of
+         * its ranges: it passes the batch down whole to a bottom that declares this too, or sends its messages one
+         * by one to a bottom that does not (a channel, a gate; counting its messages, {@link Kw#messages}), or
+         * writes each message as the frame it would write for it alone (a protocol). A sender sends a batch only
+         * to a bottom that declares this, so live upgrades of any level work in any order.
+         *
+         * @since 2.5
+         */
+        public Builder<B> takesSendBatches() { this.takesSendBatches = true; return this; }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

@@ -135,6 +135,11 @@ public final class Kw {
      * {@code __md_trq__} is the batch's plus {@value #BATCH_INDEX}, the message's index (0-based). A producer takes
      * both forms.
      *
+     * <p>On an EV_SEND_MESSAGE sent down to a gclass that {@link GClassSpec#takesSendBatches() takes send batches}
+     * (since 2.5): the same ranges, each one message, to be sent in their order as if each had come alone; the
+     * gbuffer has nothing but those messages, its readable bytes starting at the first range. On the EV_TX_DATA a
+     * protocol makes of it: the ranges of the frames in the buffer, for the transport's counters.
+     *
      * @since 2.4
      */
     public static final String BATCH = "__batch__";

@@ -28,9 +28,13 @@
  * <p>2.4.0 (minor): {@code GClassSpec.takesBatches()}, {@code Kw.BATCH}, {@code Kw.BATCH_INDEX} and
  * {@code Kw.messages} added: a producer (C_PROT_HTTP_SR) sends the objects of one request up in one event, and the
  * relay answers them with one ack, instead of an event and an ack per object.
+ *
+ * <p>2.5.0 (minor): {@code GClassSpec.takesSendBatches()} added: a queue's gate sends what one pass takes from its
+ * queue down as one event, which the gate, the channel and the protocol below pass or frame whole, instead of an
+ * event through every level per message.
  */
 @Export
-@Version("2.4.0")
+@Version("2.5.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -14,6 +14,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.RateWindow;
 import io.netty.buffer.ByteBuf;
@@ -95,6 +96,7 @@ public final class Channel implements GObjBehavior {
             .acceptUnusedYunetaKeys("user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
             .takesBatches()
+            .takesSendBatches()
             .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();
@@ -209,8 +211,14 @@ public final class Channel implements GObjBehavior {
             return -1;
         }
         // txMsgs counts attempts, as in Yuneta: a refused send is still counted.
-        gobj.inc(TX_MSGS);
+        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        gobj.add(TX_MSGS, batch == null ? 1 : batch.length / 2);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + down, kw);
+        if (batch != null && !(down.equals(Ev.EV_SEND_MESSAGE) && bottom.gclass().takesSendBatches())) {
+            // a bottom without send batches (an older revision, another protocol): each message as it came alone
+            String ev = down;
+            return Batches.sendApart(kw, one -> bottom.send(ev, one, gobj));
+        }
         return bottom.send(down, kw, gobj);
     }
 

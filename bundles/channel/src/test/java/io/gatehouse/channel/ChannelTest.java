@@ -122,6 +122,24 @@ class ChannelTest {
     }
 
     @Test
+    void shouldSendASendBatchMessageByMessageToABottomWithoutSendBatches() {
+        for (String gclass : List.of(FakeTube.GCLASS, FakeTube.GCLASS_TX_ONLY)) {
+            start(gclass);
+            rt.call(tube::open);
+            ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("one|two|three", StandardCharsets.UTF_8));
+            Kw.putRef(kw, Kw.BATCH, new int[] {0, 3, 4, 7, 8, 13});
+            kw.put("tag", 5);
+            assertEquals(0, (int) rt.call(() -> ch.send(Ev.EV_SEND_MESSAGE, kw, null)));
+            assertEquals(List.of("one", "two", "three"), rt.call(tube::payloads), gclass);
+            for (int i = 0; i < 3; i++) {
+                assertEquals(5, tube.sent.get(i).kw.path("tag").asInt(), "each keeps the batch's other keys");
+                assertFalse(tube.sent.get(i).kw.has(Kw.BATCH));
+            }
+            assertEquals(3, statsAsParent("").get("txMsgs").asLong());
+        }
+    }
+
+    @Test
     void shouldSendTheInnerEventOfSendIev() {
         rt.call(tube::open);
         ObjectNode kw = Kw.create();

@@ -17,6 +17,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.RateWindow;
 import io.gatehouse.support.Streak;
@@ -120,6 +121,7 @@ public final class IoGate implements GObjBehavior {
             .acceptUnusedYunetaKeys("persistent_channels", "user_data", "user_data2")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .takesBatches()
+            .takesSendBatches()
             .stateVersion(STATE_VERSION)
             .factory(IoGate::new)
             .build();
@@ -412,6 +414,8 @@ public final class IoGate implements GObjBehavior {
 
     /** EV_SEND_MESSAGE and EV_SEND_IEV: choose the channel(s) and send the same event. Always answers 0. */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
+        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        if (batch != null) return sendBatch(event, kw, src, batch);
         JsonNode temp = kw.get(Kw.TEMP);
         if (temp != null && temp.isObject()) {
             GObj ch = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
@@ -457,6 +461,27 @@ public final class IoGate implements GObjBehavior {
             if (ch == null) noChannel(event, kw);
             else sendTo(ch, event, kw);
         }
+        return 0;
+    }
+
+    /**
+     * A send batch ({@link Kw#BATCH}) goes whole to the one channel that would take each of its messages (send_type 1,
+     * no channel named) when that channel takes send batches. Otherwise each message goes as if it came alone: round
+     * robin and send-to-all choose per message, and a named channel or one without batches gets them one by one.
+     */
+    private int sendBatch(String event, ObjectNode kw, GObj src, int[] batch) {
+        if (!kw.has(Kw.TEMP) && !kw.has(Kw.SEND_TYPE) && gobj.readLong(SEND_TYPE) == SEND_ONE) {
+            GObj ch = stickyChannel();
+            if (ch != null && ch.gclass().takesSendBatches()) {
+                if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
+                if (ch.send(event, kw, gobj) == 0) {
+                    gobj.add(TX_MSGS, batch.length / 2);
+                    channelTookOne();
+                }
+                return 0;
+            }
+        }
+        Batches.sendApart(kw, one -> acSendMessage(event, one, src));
         return 0;
     }
 

@@ -183,6 +183,65 @@ class IoGateLoopbackTest {
         assertTrue(errors.isEmpty(), errors.toString());
     }
 
+    /** A send batch of {@code texts}, with a byte between the messages that is not one of them. */
+    private static ObjectNode batch(String... texts) {
+        io.netty.buffer.ByteBuf all = Unpooled.buffer();
+        int[] ranges = new int[texts.length * 2];
+        for (int i = 0; i < texts.length; i++) {
+            if (i > 0) all.writeByte('#');
+            ranges[2 * i] = all.writerIndex();
+            all.writeCharSequence(texts[i], StandardCharsets.UTF_8);
+            ranges[2 * i + 1] = all.writerIndex();
+        }
+        ObjectNode kw = Kw.withGbuffer(all);
+        Kw.putRef(kw, Kw.BATCH, ranges);
+        return kw;
+    }
+
+    private static List<String> texts(Recorder app) {
+        List<String> out = new ArrayList<>();
+        for (Recorder.Event e : app.events(Ev.EV_ON_MESSAGE)) out.add(e.payloadText());
+        return out;
+    }
+
+    @Test
+    void shouldSendASendBatchWholeDownItsChannelAndCountEachMessageAtEveryLevel() {
+        startBoth(1, 0);
+        send(client, clientGate, msg("alone"));
+        send(client, clientGate, batch("b-0", "b-1", "{\"b\":2}"));
+        send(client, clientGate, batch("c-0"));
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_MESSAGE, 5, WAIT));
+        assertEquals(List.of("alone", "b-0", "b-1", "{\"b\":2}", "c-0"), texts(serverApp));
+        GObj channel = client.call(() -> clientGate.child("out-1"));
+        GObj tcp = client.call(() -> channel.bottom().bottom());
+        assertEquals(5L, client.call(() -> clientGate.readAttr("txMsgs").asLong()));
+        assertEquals(5L, client.call(() -> channel.readAttr("txMsgs").asLong()));
+        assertEquals(5L, client.call(() -> tcp.readAttr("txMsgs").asLong()), "frames, not buffers");
+        assertEquals(5 * 4 + 5 + 3 + 3 + 7 + 3, client.call(() -> tcp.readAttr("txBytes").asLong()));
+        assertEquals(List.of(), errors);
+    }
+
+    @Test
+    void shouldSendTheMessagesOfASendBatchOneByOneInRoundRobinAndToAll() {
+        startBoth(3, 2);
+        send(client, clientGate, batch("rr-0", "rr-1", "rr-2", "rr-3", "rr-4", "rr-5"));
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_MESSAGE, 6, WAIT));
+        java.util.Map<String, Integer> perChannel = new java.util.TreeMap<>();
+        for (Recorder.Event e : serverApp.events(Ev.EV_ON_MESSAGE)) {
+            perChannel.merge(e.kw.get(Kw.TEMP).get("channel").asText(), 1, Integer::sum);
+        }
+        assertEquals(java.util.Map.of("in-1", 2, "in-2", 2, "in-3", 2), perChannel, "round robin per message");
+        assertEquals(6L, client.call(() -> clientGate.readAttr("txMsgs").asLong()));
+
+        client.run(() -> clientGate.writeAttr("send_type", Kw.MAPPER.getNodeFactory().numberNode(1)));
+        send(client, clientGate, batch("all-0", "all-1"));
+        assertTrue(serverApp.awaitCount(Ev.EV_ON_MESSAGE, 12, WAIT), "both messages on each of three peers");
+        List<String> got = texts(serverApp).subList(6, 12);
+        assertEquals(3, Collections.frequency(got, "all-0"));
+        assertEquals(3, Collections.frequency(got, "all-1"));
+        assertEquals(List.of(), errors);
+    }
+
     @Test
     void shouldReconnectAfterADrop() {
         startBoth(1, 0);

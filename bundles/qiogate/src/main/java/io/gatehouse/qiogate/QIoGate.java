@@ -38,6 +38,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -1136,10 +1137,107 @@ public final class QIoGate implements GObjBehavior {
         // one clock read and one timeout for the pass: a send takes microseconds, an ack timeout is seconds
         long now = now();
         long timeoutAckMs = timeoutAckMs();
+        GObj to = bottom();
+        GClassSpec<?> below = to.gclass();
+        boolean batched = below.takesSendBatches() && !below.takesQueueRecords() && lastWireBytes <= SMALL_WIRE_BYTES;
         while (opened() && !window.isFull(gobj.readLong(MAX_PENDING_ACKS), gobj.readLong(MAX_PENDING_BYTES))) {
             InFlight f = window.takeNext();
-            if (f == null) return;
-            if (!transmit(f, now, timeoutAckMs)) window.unreadable(f);
+            if (f == null) break;
+            if (batched) {
+                if (!addToSendBatch(f, now, timeoutAckMs)) window.unreadable(f);
+                if (sendBatchCount == SEND_BATCH_MAX || sendBatchBuffer.readableBytes() >= SEND_BATCH_BYTES) {
+                    flushSendBatch(to);
+                }
+            } else if (!transmit(f, now, timeoutAckMs)) {
+                window.unreadable(f);
+            }
+        }
+        flushSendBatch(to);
+    }
+
+    /**
+     * A pass's messages go down in one EV_SEND_MESSAGE ({@link Kw#BATCH}) to a bottom that takes send batches (the
+     * gate, channel and protocol of a TCP4H output): one event through those levels and one buffer into the
+     * socket's write batch instead of one each per message, a tenth of the durable core loop. Each message is in
+     * flight from the moment it is written into the batch, as it is from its send when alone; a refused batch is
+     * sent again after timeout_ack, message by message as the window finds them due.
+     */
+    private static final int SEND_BATCH_MAX = 1024;
+    private static final int SEND_BATCH_BYTES = 64 * 1024;
+    /** The batch being filled in this pass, or null; its ranges in {@link #sendBatchRanges}. */
+    private ByteBuf sendBatchBuffer;
+    private int sendBatchCount;
+    private int[] sendBatchRanges = new int[64];
+    private long sendBatchFirstRowid;
+    /** The batches' buffer, taken back once the levels below released it (they copy it into frames). */
+    private ReusableHeapBuffer sendBatchSpare;
+
+    private boolean addToSendBatch(InFlight f, long now, long timeoutAckMs) {
+        ByteBuf out = sendBatchBuffer;
+        if (out == null) {
+            ReusableHeapBuffer spare = sendBatchSpare;
+            if (spare == null || !spare.reclaim()) {
+                spare = new ReusableHeapBuffer(4096);
+                sendBatchSpare = spare;
+            }
+            out = spare;
+            sendBatchBuffer = out;
+            sendBatchCount = 0;
+            sendBatchFirstRowid = f.rowid();
+        }
+        int start = out.writerIndex();
+        String cause = null;
+        try {
+            if (!trq.writeMsgJson(f.msg, out)) cause = "unreadable";
+        } catch (RuntimeException e) {
+            cause = String.valueOf(e);
+        }
+        if (cause != null) {
+            out.writerIndex(start);
+            if (unreadable.hit()) {
+                Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
+                        "rowid", f.rowid(), "cause", cause);
+            }
+            return false;
+        }
+        int end = out.writerIndex();
+        int base = out.readerIndex();
+        if (2 * sendBatchCount + 2 > sendBatchRanges.length) {
+            sendBatchRanges = Arrays.copyOf(sendBatchRanges, sendBatchRanges.length * 2);
+        }
+        sendBatchRanges[2 * sendBatchCount] = start - base;
+        sendBatchRanges[2 * sendBatchCount + 1] = end - base;
+        sendBatchCount++;
+        lastWireBytes = end - start;
+        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
+        window.sent(f, end - start, now, timeoutAckMs);
+        if (gobj.isTraced(TRACE_MESSAGES)) {
+            Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries, "batch", sendBatchCount,
+                    "msg", abbreviate(out.toString(start, Math.min(end - start, 200), StandardCharsets.UTF_8)));
+        }
+        return true;
+    }
+
+    /** Sends the batch being filled, if any, to {@code to}. */
+    private void flushSendBatch(GObj to) {
+        ByteBuf out = sendBatchBuffer;
+        if (out == null) return;
+        sendBatchBuffer = null;
+        int count = sendBatchCount;
+        if (count == 0) {
+            out.release();   // every message of it was unreadable
+            return;
+        }
+        ObjectNode kw = Kw.withGbuffer(out);
+        Kw.putRef(kw, Kw.BATCH, Arrays.copyOf(sendBatchRanges, 2 * count));
+        if (to.send(Ev.EV_SEND_MESSAGE, kw, gobj) < 0) {
+            // No channel, output over its limit...: they stay in flight and the ack timeout sends them again.
+            if (bottomRefused.hit()) {
+                Glog.warn(gobj, "Bottom refused the messages: they are sent again after timeout_ack "
+                        + "(said once until the bottom takes one)", "rowid", sendBatchFirstRowid, "count", count);
+            }
+        } else if (bottomRefused.active()) {
+            Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());
         }
     }
 
@@ -1195,6 +1293,7 @@ public final class QIoGate implements GObjBehavior {
     /** Forgets the reused buffer (the gate stops, goes away, or hands over): whoever holds it releases it. */
     private void forgetWireBuffer() {
         wireBuffer = null;
+        sendBatchSpare = null;
     }
 
     /**

@@ -4,6 +4,7 @@ package io.gatehouse.qiogate;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Ev;
+import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.Kw;
 import io.netty.buffer.ByteBuf;
@@ -68,11 +69,16 @@ class QIoGateTest {
         return rt;
     }
 
+    /** The bottom under the gate: {@link QIoGateSendBatchTest} runs every test again over one taking send batches. */
+    GClassSpec<FakeBottom> bottomSpec() {
+        return FakeBottom.SPEC;
+    }
+
     YunoRuntime build(String kw) {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":" + kw
                 + ",\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
         return YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
-                .gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
+                .gclass(new QIoGateGClass(qf).spec(), bottomSpec()).config(cfg).build().start();
     }
 
     GObj gate() {
@@ -854,7 +860,7 @@ class QIoGateTest {
                 + "{\"name\":\"c\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"same\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
         rt = YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
-                .gclass(new QIoGateGClass(qf).spec(), FakeBottom.SPEC).config(cfg).build().start();
+                .gclass(new QIoGateGClass(qf).spec(), bottomSpec()).config(cfg).build().start();
         assertEquals(2, qf.topics().size(), qf.topics().keySet().toString());
         assertTrue(qf.topics().keySet().stream().anyMatch(k -> k.endsWith("queues/a/same")), qf.topics().keySet().toString());
     }
@@ -864,7 +870,7 @@ class QIoGateTest {
         String cfg = "{\"services\":[{\"name\":\"q\",\"gclass\":\"C_QIOGATE\",\"kw\":{\"topic_name\":\"t\"},"
                 + "\"children\":[{\"name\":\"b\",\"gclass\":\"C_FAKE_BOTTOM\"}]}]}";
         rt = YunoRuntime.builder().name("t").dataDir(tmp).clock(clock)
-                .gclass(new QIoGateGClass(null).spec(), FakeBottom.SPEC)
+                .gclass(new QIoGateGClass(null).spec(), bottomSpec())
                 .extension(io.gatehouse.api.queue.TrQueueFactory.class, qf).config(cfg).build().start();
         rt.run(() -> bottom().open());
         assertEquals(0, send("{\"id\":\"1\"}"));

@@ -118,7 +118,8 @@ public final class Tcp implements GObjBehavior {
             "Flush at once when this many bytes were written since the last flush; 0 = end of batch only");
     static final Attr<Long> TX_BYTES = Attr.counter("txBytes", AttrFlag.RSTATS, "Bytes handed to the socket");
     static final Attr<Long> RX_BYTES = Attr.counter("rxBytes", AttrFlag.RSTATS, "Bytes read");
-    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS, "EV_TX_DATA buffers handed to the socket");
+    static final Attr<Long> TX_MSGS = Attr.counter("txMsgs", AttrFlag.RSTATS,
+            "EV_TX_DATA buffers handed to the socket, each frame of a protocol's send batch counted");
     static final Attr<Long> RX_MSGS = Attr.counter("rxMsgs", AttrFlag.RSTATS, "Socket reads (EV_RX_DATA)");
     static final Attr<String> PEERNAME = Attr.string("peername", "", AttrFlag.VOLATILE | AttrFlag.STATS, "ip:port of the peer");
     static final Attr<String> SOCKNAME = Attr.string("sockname", "", AttrFlag.VOLATILE | AttrFlag.STATS, "Local ip:port");
@@ -457,12 +458,16 @@ public final class Tcp implements GObjBehavior {
     }
 
     private int acTxData(String event, ObjectNode kw, GObj src) {
+        int frames = Kw.messages(kw);
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (!tx.send(buf)) {
             txOverflowed();
             return -1;
         }
+        // a protocol's frames of a send batch in one buffer: txMsgs counts frames, as when each came alone (the
+        // buffer itself is counted once it is written)
+        if (frames > 1) gobj.add(TX_MSGS, frames - 1);
         return 0;
     }
 
@@ -470,7 +475,9 @@ public final class Tcp implements GObjBehavior {
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (inactivityModel() && gobj.isRunning() && gobj.inState(St.ST_DISCONNECTED)) {
+            int frames = Kw.messages(kw);
             if (!tx.hold(buf)) txOverflowed();
+            else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
             clearTimer();
             gobj.send(Ev.EV_CONNECT, null, gobj);
             return 0;
@@ -484,7 +491,9 @@ public final class Tcp implements GObjBehavior {
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (inactivityModel()) {
+            int frames = Kw.messages(kw);
             if (!tx.hold(buf)) txOverflowed();
+            else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
             return 0;
         }
         buf.release();

@@ -137,6 +137,7 @@ public final class ProtTcp4h implements GObjBehavior {
             .acceptUnusedYunetaKeys("cert_pem", "timeout_handshake", "user_data", "user_data2")
             .linkUp(CONNECTED)
             .stateVersion(STATE_VERSION)
+            .takesSendBatches()
             .factory(ProtTcp4h::new)
             .build();
 
@@ -352,6 +353,8 @@ public final class ProtTcp4h implements GObjBehavior {
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();
         ByteBuf payload = Kw.gbuffer(kw);
+        int[] batch = payload == null ? null : Kw.ref(kw, Kw.BATCH, int[].class);
+        if (batch != null) return sendFrames(bottom, kw, payload, batch);
         if (bottom != null && payload != null && Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
             // The producer left room in front: the header goes there and the kw goes down as it came.
             Gbuffers.prependInt(payload, payload.readableBytes() + Tcp4hFramer.HEADER_SIZE);
@@ -376,6 +379,38 @@ public final class ProtTcp4h implements GObjBehavior {
         // A binary message's kw carries its frame down (the transport reads only the gbuffer): one dict per
         // message instead of two. A JSON message's kw was the payload; the frame goes in a kw of its own.
         return bottom.send(Ev.EV_TX_DATA, binary ? Kw.setGbuffer(kw, out) : Kw.withGbuffer(out), gobj);
+    }
+
+    /**
+     * A send batch ({@link Kw#BATCH}): each message framed as it would be alone, the frames one after the other in
+     * one buffer that goes down in one EV_TX_DATA, with the frames' ranges for the transport's counters. The copy
+     * is the one a small message alone gets from the transport's write batch, made here once for all of them.
+     */
+    private int sendFrames(GObj bottom, ObjectNode kw, ByteBuf payload, int[] batch) {
+        if (bottom == null) {
+            Kw.release(kw);
+            Glog.error(gobj, "No bottom to send", "msgset", "internal_error");
+            return -1;
+        }
+        int frames = batch.length / 2;
+        int base = payload.readerIndex();
+        int bytes = 0;
+        for (int i = 0; i < frames; i++) bytes += batch[2 * i + 1] - batch[2 * i];
+        ByteBuf out = alloc.buffer(bytes + frames * Tcp4hFramer.HEADER_SIZE);
+        int at = 0;
+        for (int i = 0; i < frames; i++) {
+            int from = batch[2 * i];
+            int len = batch[2 * i + 1] - from;
+            out.writeInt(len + Tcp4hFramer.HEADER_SIZE);
+            out.writeBytes(payload, base + from, len);
+            // the kw's ranges now say where each frame is, header included (the kw and its array are ours)
+            batch[2 * i] = at;
+            at += len + Tcp4hFramer.HEADER_SIZE;
+            batch[2 * i + 1] = at;
+        }
+        if (gobj.isTraced(TRACE_TRAFFIC)) Glog.info(gobj, "frames sent", "frames", frames, "bytes", out.readableBytes());
+        Kw.setGbuffer(kw, out);   // releases the batch's buffer
+        return bottom.send(Ev.EV_TX_DATA, kw, gobj);
     }
 
     private int acTimeoutPayload(String event, ObjectNode kw, GObj src) {

@@ -394,6 +394,27 @@ class ProtTcp4hTest {
 
     @Test
     @Row(state = ProtTcp4h.ST_WAIT_FRAME_HEADER, event = Ev.EV_SEND_MESSAGE)
+    void shouldFrameEachMessageOfASendBatchIntoOneBufferWithTheFramesRanges() {
+        start();
+        connect();
+        assertTrue(rt.call(() -> p.gclass().takesSendBatches()));
+        // the ranges counted from the reader index, which is not at 0; bytes outside them are not sent
+        ByteBuf all = Gbuffers.allocate(64).writeBytes("{\"a\":1}--{\"bb\":22}{}".getBytes(StandardCharsets.US_ASCII));
+        ObjectNode kw = Kw.withGbuffer(all);
+        int[] ranges = {0, 7, 9, 18, 18, 20};
+        Kw.putRef(kw, Kw.BATCH, ranges);
+        assertEquals(0, send(Ev.EV_SEND_MESSAGE, kw));
+        List<FakeSocket.Sent> tx = sent(Ev.EV_TX_DATA);
+        assertEquals(1, tx.size(), "one buffer for the batch");
+        assertArrayEquals(concat(Tcp4hFrames.of("{\"a\":1}"), Tcp4hFrames.of("{\"bb\":22}"), Tcp4hFrames.of("{}")),
+                tx.get(0).bytes);
+        assertArrayEquals(new int[] {0, 11, 11, 24, 24, 30}, ranges, "the frames' ranges, for the transport's counters");
+        assertEquals(3, tx.get(0).messages);
+        assertEquals(0, all.refCnt(), "the batch's buffer is released once copied into frames");
+    }
+
+    @Test
+    @Row(state = ProtTcp4h.ST_WAIT_FRAME_HEADER, event = Ev.EV_SEND_MESSAGE)
     void shouldSendAKwWithoutGbufferAsCompactJson() {
         start();
         connect();
