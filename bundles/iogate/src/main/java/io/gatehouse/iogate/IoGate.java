@@ -465,21 +465,27 @@ public final class IoGate implements GObjBehavior {
     }
 
     /**
-     * A send batch ({@link Kw#BATCH}) goes whole to the one channel that would take each of its messages (send_type 1,
-     * no channel named) when that channel takes send batches. Otherwise each message goes as if it came alone: round
-     * robin and send-to-all choose per message, and a named channel or one without batches gets them one by one.
+     * A send batch ({@link Kw#BATCH}) goes whole to the one channel that would take each of its messages (the channel
+     * its {@code __temp__} holds, or the one send_type 0 sticks to) when that channel takes send batches. Otherwise
+     * each message goes as if it came alone: round robin and send-to-all choose per message, and a channel named by
+     * name or one without batches gets them one by one.
      */
     private int sendBatch(String event, ObjectNode kw, GObj src, int[] batch) {
-        if (!kw.has(Kw.TEMP) && !kw.has(Kw.SEND_TYPE) && gobj.readLong(SEND_TYPE) == SEND_ONE) {
-            GObj ch = stickyChannel();
-            if (ch != null && ch.gclass().takesSendBatches()) {
-                if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
-                if (ch.send(event, kw, gobj) == 0) {
-                    gobj.add(TX_MSGS, batch.length / 2);
-                    channelTookOne();
-                }
-                return 0;
+        GObj ch = null;
+        JsonNode temp = kw.get(Kw.TEMP);
+        if (temp != null) {
+            // the channel a reply names by its gobj (the relay's acks); a name alone is looked up per message below
+            ch = Kw.ref(temp, Kw.TEMP_CHANNEL_GOBJ, GObj.class);
+        } else if (!kw.has(Kw.SEND_TYPE) && gobj.readLong(SEND_TYPE) == SEND_ONE) {
+            ch = stickyChannel();
+        }
+        if (ch != null && ch.gclass().takesSendBatches()) {
+            if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
+            if (ch.send(event, kw, gobj) == 0) {
+                gobj.add(TX_MSGS, batch.length / 2);
+                channelTookOne();
             }
+            return 0;
         }
         Batches.sendApart(kw, one -> acSendMessage(event, one, src));
         return 0;

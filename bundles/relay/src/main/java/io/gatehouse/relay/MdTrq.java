@@ -171,6 +171,25 @@ final class MdTrq extends JsonScan {
      * Ends, in the array itself, an ack that {@link #ackStartWithRoom} began, and wraps it (no copy): the array is
      * the ack's from then on, so this is done once per array.
      */
+    /**
+     * Ends the ack in {@code withRoom} with {@code result} as {@link #endAckInPlace} does, without a buffer: the end
+     * of its bytes (they start at {@link Gbuffers#HEADROOM}), or -1 for a result of more than one digit (then
+     * {@link #endAckInPlace}).
+     */
+    static int closeAckInPlace(byte[] withRoom, int result) {
+        if (result < -9 || result > 9) return -1;
+        int o = withRoom.length - ACK_ROOM;
+        if (result < 0) {
+            withRoom[o++] = '-';
+            withRoom[o++] = (byte) ('0' - result);
+        } else {
+            withRoom[o++] = (byte) ('0' + result);
+        }
+        withRoom[o++] = '}';
+        withRoom[o++] = '}';
+        return o;
+    }
+
     static ByteBuf endAckInPlace(byte[] withRoom, int result) {
         int o = withRoom.length - ACK_ROOM;
         if (result < -9 || result > 9) {

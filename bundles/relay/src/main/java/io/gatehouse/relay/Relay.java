@@ -159,8 +159,15 @@ public final class Relay implements GObjBehavior {
     /** Batches that cannot be read (no md dict, ranges outside the buffer). */
     private final Streak badBatch = new Streak();
 
+    /** The acks of one durable tell gathered per connection, each connection's sent as one batch. */
+    private final UpstreamAcks upstreamAcks;
+
     Relay(GObj gobj) {
         this.gobj = gobj;
+        this.upstreamAcks = new UpstreamAcks(gobj, (acks, nacks) -> {
+            gobj.add(ACKS_SENT, acks);
+            gobj.add(NACKS_SENT, nacks);
+        });
     }
 
     // --- Framework methods ---
@@ -181,6 +188,7 @@ public final class Relay implements GObjBehavior {
 
     @Override
     public int onStop() {
+        upstreamAcks.clear();
         checker.cancel();
         checkDueMs = -1;
         inputs.unsubscribeAll();
@@ -201,6 +209,7 @@ public final class Relay implements GObjBehavior {
      */
     @Override
     public ObjectNode onExport() {
+        upstreamAcks.clear();
         ObjectNode s = Kw.create();
         inputs.exportState(s);
         s.put("check_due_ms", checkDueMs);
@@ -285,6 +294,7 @@ public final class Relay implements GObjBehavior {
         int count = Math.min(tokens.length, Math.max(0, kw.path(Kw.COUNT).asInt(0)));
         int result = kw.path(Kw.RESULT).asInt(0) < 0 ? REFUSED_RESULT : 0;
         for (int i = 0; i < count; i++) answerToken(tokens[i], result);
+        upstreamAcks.flush();
         pending.trim();
         gobj.setLong(PENDING_ACKS, pending.size());
         return 0;
@@ -302,6 +312,19 @@ public final class Relay implements GObjBehavior {
             return;
         }
         if (unknownToken.active()) Glog.info(gobj, "Durable tokens known again", "unknown", unknownToken.end());
+        if (!gobj.isTraced(TRACE_MESSAGES)) {
+            byte[] ack = pending.takenAck;
+            int end = MdTrq.closeAckInPlace(ack, result);
+            if (end > 0 && upstreamAcks.add(pending.takenGate, pending.takenTemp, ack, Gbuffers.HEADROOM, end,
+                    result < 0)) {
+                return;
+            }
+            if (end > 0) {
+                answerUpstream(Unpooled.wrappedBuffer(ack).setIndex(Gbuffers.HEADROOM, end), null, pending.takenTemp,
+                        pending.takenGate, result);
+                return;
+            }
+        }
         answerUpstream(MdTrq.endAckInPlace(pending.takenAck, result), null, pending.takenTemp, pending.takenGate,
                 result);
     }
@@ -322,6 +345,7 @@ public final class Relay implements GObjBehavior {
         if (token != null && token.isIntegralNumber()) {
             // a token a gate put in a dict for one of its outputs whose revision does not answer tokens
             answerToken(token.asLong(), 0);
+            upstreamAcks.flush();
             gobj.setLong(PENDING_ACKS, pending.size());
             return 0;
         }

@@ -47,7 +47,26 @@ class RelayTest {
 
         FakeGate(GObj g) { this.gobj = g; }
 
+        /** Send batches that came ({@link Kw#BATCH}); their messages are recorded one by one in {@link #sent}. */
+        int batches;
+
         int acSend(String ev, ObjectNode kw, GObj src) {
+            int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+            if (batch != null) {
+                batches++;
+                ByteBuf all = Kw.takeGbuffer(kw);
+                for (int i = 0; i < batch.length; i += 2) {
+                    ObjectNode copy = Kw.withoutRefs(kw);
+                    copy.remove(Kw.BATCH);
+                    copy.put("payload", all.toString(all.readerIndex() + batch[i], batch[i + 1] - batch[i],
+                            StandardCharsets.UTF_8));
+                    copy.put("has_temp", kw.has(Kw.TEMP));
+                    copy.put("channel", Kw.ref(kw.get(Kw.TEMP), Kw.TEMP_CHANNEL_GOBJ, GObj.class).name());
+                    sent.add(copy);
+                }
+                all.release();
+                return 0;
+            }
             ByteBuf b = Kw.takeGbuffer(kw);
             ObjectNode copy = Kw.withoutRefs(kw);
             if (b != null) {
@@ -121,6 +140,35 @@ class RelayTest {
                     .publishes(Ev.EV_ON_MESSAGE).build())
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .factory(FakeGate::new).build();
+    /** The same gate taking send batches, over channels ({@link #LEVEL_BATCHES}, {@link #LEVEL_ALONE}). */
+    static final GClassSpec<FakeGate> BATCH_GATE = GClassSpec.builder("C_IOGATE", FakeGate.class)
+            .description("a gate taking send batches")
+            .fsm(Fsm.<FakeGate>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeGate::acSend)
+                    .publishes(Ev.EV_ON_MESSAGE).build())
+            .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesSendBatches()
+            .factory(FakeGate::new).build();
+
+    /** A channel or a protocol under {@link #BATCH_GATE}: only its declaration matters (the gate records the sends). */
+    static final class FakeLevel implements GObjBehavior {
+        FakeLevel(GObj g) { }
+
+        int acSend(String ev, ObjectNode kw, GObj src) {
+            Kw.release(kw);
+            return 0;
+        }
+    }
+
+    static final GClassSpec<FakeLevel> LEVEL_BATCHES = GClassSpec.builder("C_LEVEL_BATCHES", FakeLevel.class)
+            .description("a channel or protocol taking send batches")
+            .fsm(Fsm.<FakeLevel>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeLevel::acSend).build())
+            .takesSendBatches()
+            .factory(FakeLevel::new).build();
+    static final GClassSpec<FakeLevel> LEVEL_ALONE = GClassSpec.builder("C_LEVEL_ALONE", FakeLevel.class)
+            .description("a protocol without send batches")
+            .fsm(Fsm.<FakeLevel>builder().state(St.ST_IDLE).on(Ev.EV_SEND_MESSAGE, FakeLevel::acSend).build())
+            .factory(FakeLevel::new).build();
+
     /** Named like no gclass the relay could know: the relay goes by the spec's declaration alone. */
     static final GClassSpec<FakeDurableOutput> DURABLE_OUTPUT =
             GClassSpec.builder("C_SOME_DURABLE_OUTPUT", FakeDurableOutput.class)
@@ -313,6 +361,58 @@ class RelayTest {
         assertEquals(0, stats().get("pending_acks").asInt());
         rt.run(() -> out.confirmTokens(List.of(1L), 0));
         assertEquals(1, count("Durable token not known here"), "a fourth tell is a stranger");
+    }
+
+    @Test
+    void shouldSendTheAcksOfOneTellAsOneBatchPerConnectionWhoseLevelsAllTakeThem() {
+        rt = YunoRuntime.builder().name("relay").clock(clock).upgradeGraceMs(GRACE_MS)
+                .gclass(Relay.SPEC, BATCH_GATE, TOKEN_OUTPUT, LEVEL_BATCHES, LEVEL_ALONE)
+                .config("{\"services\": ["
+                        + "{\"name\": \"in\", \"gclass\": \"C_IOGATE\", \"children\": ["
+                        + "  {\"name\": \"a\", \"gclass\": \"C_LEVEL_BATCHES\", \"children\": [{\"name\": \"pa\", \"gclass\": \"C_LEVEL_BATCHES\"}]},"
+                        + "  {\"name\": \"b\", \"gclass\": \"C_LEVEL_BATCHES\", \"children\": [{\"name\": \"pb\", \"gclass\": \"C_LEVEL_BATCHES\"}]},"
+                        + "  {\"name\": \"c\", \"gclass\": \"C_LEVEL_BATCHES\", \"children\": [{\"name\": \"pc\", \"gclass\": \"C_LEVEL_ALONE\"}]}]},"
+                        + "{\"name\": \"out\", \"gclass\": \"C_SOME_TOKEN_OUTPUT\"},"
+                        + "{\"name\": \"relay\", \"gclass\": \"C_RELAY\", \"kw\": {\"input\": \"in\", \"output\": \"out\"}}]}")
+                .build().start();
+        String[] from = {"a", "b", "a", "c", "b", "a", "c"};
+        for (int i = 0; i < from.length; i++) {
+            String channel = from[i];
+            int rowid = i + 1;
+            rt.run(() -> {
+                GObj in = rt.service("in");
+                ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("{\"id\":" + rowid
+                        + ",\"__md_trq__\":{\"__msg_rowid__\":" + rowid + "}}", StandardCharsets.UTF_8));
+                ObjectNode temp = kw.putObject(Kw.TEMP);
+                temp.put(Kw.TEMP_CHANNEL, channel);
+                Kw.putRef(temp, Kw.TEMP_CHANNEL_GOBJ, in.child(channel));
+                in.publish(Ev.EV_ON_MESSAGE, kw);
+            });
+        }
+        FakeDurableOutput out = output();
+        List<Long> tokens = rt.call(() -> new ArrayList<>(out.tokens));
+        assertEquals(7, tokens.size());
+        // all but the last told in one commit, the last with a refusal
+        rt.run(() -> out.confirmTokens(tokens.subList(0, 6), 0));
+        FakeGate gate = input();
+        assertEquals(2, rt.call(() -> gate.batches), "one batch for a, one for b; c's protocol takes none");
+        List<String> got = new ArrayList<>();
+        for (ObjectNode a : rt.call(() -> new ArrayList<>(gate.sent))) {
+            assertTrue(a.get("has_temp").asBoolean());
+            got.add(a.path("channel").asText("alone") + " " + a.get("payload").asText());
+        }
+        assertEquals(List.of(
+                "alone {\"__md_trq__\":{\"__msg_rowid__\":4,\"result\":0}}",
+                "a {\"__md_trq__\":{\"__msg_rowid__\":1,\"result\":0}}",
+                "a {\"__md_trq__\":{\"__msg_rowid__\":3,\"result\":0}}",
+                "a {\"__md_trq__\":{\"__msg_rowid__\":6,\"result\":0}}",
+                "b {\"__md_trq__\":{\"__msg_rowid__\":2,\"result\":0}}",
+                "b {\"__md_trq__\":{\"__msg_rowid__\":5,\"result\":0}}"), got,
+                "each connection's acks in the order told; c's alone, at once");
+        assertEquals(6, stats().get("acks_sent").asInt());
+        rt.run(() -> out.confirmTokens(tokens.subList(6, 7), -1));
+        assertEquals(1, stats().get("nacks_sent").asInt());
+        assertEquals(0, stats().get("pending_acks").asInt());
     }
 
     @Test
