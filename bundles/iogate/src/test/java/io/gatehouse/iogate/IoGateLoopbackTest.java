@@ -48,10 +48,13 @@ class IoGateLoopbackTest {
     private final ManualClock clientClock = new ManualClock();
 
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
+    /** The traces of C_PROT_TCP4H's writes ("frame sent", "frames sent") of a protocol whose trace is on. */
+    private final List<String> writes = Collections.synchronizedList(new ArrayList<>());
     private final Consumer<LogCapture.Rec> sink = r -> {
         if (r.level == LogCapture.Level.ERROR || r.level == LogCapture.Level.WARN) {
             errors.add(r.gobj + ": " + r.msg + " " + r.fields);
         }
+        if (r.msg.startsWith("frame")) writes.add(r.msg + " " + r.fields);
     };
     private LogCapture capture;
     private YunoRuntime server;
@@ -218,6 +221,28 @@ class IoGateLoopbackTest {
         assertEquals(5L, client.call(() -> channel.readAttr("txMsgs").asLong()));
         assertEquals(5L, client.call(() -> tcp.readAttr("txMsgs").asLong()), "frames, not buffers");
         assertEquals(5 * 4 + 5 + 3 + 3 + 7 + 3, client.call(() -> tcp.readAttr("txBytes").asLong()));
+        assertEquals(List.of(), errors);
+    }
+
+    @Test
+    void shouldSendASendBatchWholeToTheChannelItsTempHolds() {
+        startBoth(2, 0);
+        send(client, clientGate, msg("hello"));
+        Recorder.Event got = serverApp.await(Ev.EV_ON_MESSAGE, WAIT);
+        assertNotNull(got);
+        ObjectNode replies = batch("r-0", "r-1", "r-2");
+        String name = got.kw.get(Kw.TEMP).get(Kw.TEMP_CHANNEL).asText();
+        GObj channel = server.call(() -> serverGate.child(name));
+        ObjectNode temp = replies.putObject(Kw.TEMP).put(Kw.TEMP_CHANNEL, name);
+        Kw.putRef(temp, Kw.TEMP_CHANNEL_GOBJ, channel);   // the channel's name and its gobj, as the relay's acks
+        server.run(() -> channel.bottom().setTrace("traffic", true));
+        send(server, serverGate, replies);
+        assertTrue(clientApp.awaitCount(Ev.EV_ON_MESSAGE, 3, WAIT));
+        assertEquals(List.of("r-0", "r-1", "r-2"), texts(clientApp));
+        assertEquals(1, writes.size(), "one write for the batch: " + writes);
+        assertTrue(writes.get(0).startsWith("frames sent"), writes.toString());
+        assertEquals(3L, server.call(() -> channel.readAttr("txMsgs").asLong()));
+        assertEquals(3L, server.call(() -> channel.bottom().bottom().readAttr("txMsgs").asLong()));
         assertEquals(List.of(), errors);
     }
 
