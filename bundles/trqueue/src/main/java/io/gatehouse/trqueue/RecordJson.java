@@ -259,6 +259,11 @@ final class RecordJson {
      * written, when the bytes cannot be copied so (not an object, or holding the key already).
      */
     static boolean write(byte[] a, int from, int to, QueueMessageImpl m, ByteBuf out) {
+        return write(a, from, to, m, out, null);
+    }
+
+    /** {@link #write}, the time's digits through {@code recentT} (null: written each time). */
+    static boolean write(byte[] a, int from, int to, QueueMessageImpl m, ByteBuf out, RecentDecimal recentT) {
         if (!copiesAsStored(a, from, to)) return false;
         out.writeBytes(a, from, to - from - 1);
         if (to - from > 2) out.writeByte(',');
@@ -266,7 +271,8 @@ final class RecordJson {
         out.writeBytes(MD_ROWID_OPEN);
         Gbuffers.writeDecimal(out, m.rowid);
         out.writeBytes(MD_T_FIELD);
-        Gbuffers.writeDecimal(out, m.t);
+        if (recentT != null) recentT.write(out, m.t);
+        else Gbuffers.writeDecimal(out, m.t);
         out.writeBytes(MD_GEN_FIELD);
         Gbuffers.writeDecimal(out, m.generation);
         out.writeByte('}');

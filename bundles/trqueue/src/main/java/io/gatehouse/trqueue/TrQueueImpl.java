@@ -48,6 +48,8 @@ final class TrQueueImpl implements TrQueue {
     private final RecordJson json = new RecordJson();
     /** Reads the message time of a record appended as its bytes. */
     private final RecordTm recordTm = new RecordTm();
+    /** The digits of the time of the last message read back to send. */
+    private final RecentDecimal recentT = new RecentDecimal();
 
     private boolean loadFailed;
     private boolean noTopicSaid;
@@ -601,7 +603,7 @@ final class TrQueueImpl implements TrQueue {
             return false;
         }
         // the payload straight from the frame read into the buffer that goes down: no copy of it of its own
-        if (len >= 0 && RecordJson.write(tp.lastRead(), Segment.REC_HEADER, len, m, out)) return true;
+        if (len >= 0 && RecordJson.write(tp.lastRead(), Segment.REC_HEADER, len, m, out, recentT)) return true;
         return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
     }
 

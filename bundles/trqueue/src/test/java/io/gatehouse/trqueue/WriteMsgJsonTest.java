@@ -58,6 +58,28 @@ class WriteMsgJsonTest {
     }
 
     @Test
+    void shouldWriteEachMessagesOwnTimeWhenRunsOfThemShareOne() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "", 0, 1000, TrQueueOptions.defaults());
+        long[] times = {1_767_225_600L, 1_767_225_600L, 1_767_225_601L, 1_767_225_601L, 7, 1_767_225_601L, 1, 1, -5,
+                Long.MAX_VALUE, 1_767_225_602_123L};
+        QueueMessage[] stored = new QueueMessage[times.length];
+        for (int i = 0; i < times.length; i++) stored[i] = q.append(times[i], Kw.parse("{\"i\":" + i + "}"), 0);
+        for (int round = 0; round < 2; round++) {   // read back in order, then again from the first
+            for (int i = 0; i < times.length; i++) {
+                ByteBuf out = Unpooled.buffer();
+                try {
+                    assertTrue(q.writeMsgJson(stored[i], out));
+                    ObjectNode m = Kw.parse(out.toString(StandardCharsets.UTF_8));
+                    assertEquals(times[i], m.path(TrQueue.MD_TRQ).path(TrQueue.MSG_T).asLong(), "message " + i);
+                    assertEquals(i, m.path("i").asInt());
+                } finally {
+                    out.release();
+                }
+            }
+        }
+    }
+
+    @Test
     void shouldHandTheRecordAsStoredWhenItIsTheMessageWithoutItsMetadata() throws Exception {
         TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
         List<String> handed = List.of("{}", "{\"id\":\"a-1\",\"tm\":17}",
