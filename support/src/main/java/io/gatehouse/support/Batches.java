@@ -3,6 +3,7 @@ package io.gatehouse.support;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.POJONode;
 import io.gatehouse.api.Ev;
 import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
@@ -33,6 +34,27 @@ public final class Batches {
     }
 
     /**
+     * The ranges of the kw's {@link Kw#BATCH}, or null: {@code Kw.ref(kw, Kw.BATCH, int[].class)} without the path
+     * walk, and nothing looked up in a kw with no keys (most messages). Every level a message passes asks it, so it
+     * costs what a field read costs.
+     */
+    public static int[] rangesOf(ObjectNode kw) {
+        if (kw == null || kw.isEmpty()) return null;
+        JsonNode n = kw.get(Kw.BATCH);
+        if (n instanceof POJONode) {
+            Object ranges = ((POJONode) n).getPojo();
+            if (ranges instanceof int[]) return (int[]) ranges;
+        }
+        return null;
+    }
+
+    /** The messages a kw holds: its {@link #rangesOf batch's} ranges, else 1 (as {@link Kw#messages}). */
+    public static int messagesOf(ObjectNode kw) {
+        int[] ranges = rangesOf(kw);
+        return ranges == null ? 1 : ranges.length / 2;
+    }
+
+    /**
      * The messages of a send batch ({@link Kw#BATCH} on an EV_SEND_MESSAGE), each in a kw of its own to {@code send},
      * in order: for a level whose bottom does not take send batches. Each message is copied into a buffer with
      * {@link Gbuffers#HEADROOM} (a protocol prepends its header there, as for a message that came alone) and its kw
@@ -40,7 +62,7 @@ public final class Batches {
      * the first refusal's answer (the rest are still sent: each is in flight on its own).
      */
     public static int sendApart(ObjectNode batchKw, ToIntFunction<ObjectNode> send) {
-        int[] ranges = Kw.ref(batchKw, Kw.BATCH, int[].class);
+        int[] ranges = rangesOf(batchKw);
         ByteBuf all = Kw.takeGbuffer(batchKw);
         if (ranges == null || all == null) {
             if (all != null) all.release();

@@ -32,7 +32,15 @@ final class SmallDict extends AbstractMap<String, JsonNode> {
     private LinkedHashMap<String, JsonNode> spill;
     private Set<Map.Entry<String, JsonNode>> entrySet;
 
+    /** A bit per key length (mod 32) among the keys held: most misses (a level asking for a key a kw does not have) end here. */
+    private int lengths;
+
+    private static int lengthBit(Object key) {
+        return key instanceof String ? 1 << (((String) key).length() & 31) : 0;
+    }
+
     private int indexOf(Object key) {
+        if (key instanceof String && (lengths & lengthBit(key)) == 0) return -1;
         Object[] p = pairs;
         int n = size << 1;
         for (int i = 0; i < n; i += 2) {
@@ -93,6 +101,7 @@ final class SmallDict extends AbstractMap<String, JsonNode> {
         pairs[size << 1] = key;
         pairs[(size << 1) + 1] = value;
         size++;
+        lengths |= lengthBit(key);
         return null;
     }
 
@@ -112,6 +121,9 @@ final class SmallDict extends AbstractMap<String, JsonNode> {
         pairs[n - 2] = null;
         pairs[n - 1] = null;
         size--;
+        int l = 0;
+        for (int k = 0; k < n - 2; k += 2) l |= lengthBit(pairs[k]);
+        lengths = l;
     }
 
     @Override
@@ -122,6 +134,7 @@ final class SmallDict extends AbstractMap<String, JsonNode> {
         }
         if (pairs != null) Arrays.fill(pairs, 0, size << 1, null);
         size = 0;
+        lengths = 0;
     }
 
     @Override

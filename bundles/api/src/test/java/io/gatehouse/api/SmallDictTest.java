@@ -27,7 +27,9 @@ class SmallDictTest {
             LinkedHashMap<String, JsonNode> m = new LinkedHashMap<>();
             int keys = 2 + r.nextInt(SmallDict.SPILL_AT * 2);   // some rounds spill, some do not
             for (int op = 0; op < 400; op++) {
-                String k = r.nextInt(20) == 0 ? null : "k" + r.nextInt(keys);
+                int which = r.nextInt(keys);
+                // keys of lengths 2 to 41: the dict's miss test goes by length
+                String k = r.nextInt(20) == 0 ? null : "k" + which + "_".repeat(which % 5 + (which > 20 ? 31 : 0));
                 if (k != null && r.nextBoolean()) k = new String(k);   // equal, not the same String
                 JsonNode v = r.nextInt(25) == 0 ? null : IntNode.valueOf(r.nextInt(1000));
                 switch (r.nextInt(9)) {

@@ -188,7 +188,7 @@ public final class Channel implements GObjBehavior {
     }
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        gobj.add(RX_MSGS, Kw.messages(kw));
+        gobj.add(RX_MSGS, Batches.messagesOf(kw));
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw);
         return gobj.publish(event, kw);
     }
@@ -211,7 +211,7 @@ public final class Channel implements GObjBehavior {
             return -1;
         }
         // txMsgs counts attempts, as in Yuneta: a refused send is still counted.
-        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        int[] batch = Batches.rangesOf(kw);
         gobj.add(TX_MSGS, batch == null ? 1 : batch.length / 2);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + down, kw);
         if (batch != null && !(down.equals(Ev.EV_SEND_MESSAGE) && bottom.gclass().takesSendBatches())) {

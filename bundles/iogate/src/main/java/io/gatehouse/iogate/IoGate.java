@@ -375,7 +375,7 @@ public final class IoGate implements GObjBehavior {
     // --- Actions ---
 
     private int acOnMessage(String event, ObjectNode kw, GObj src) {
-        gobj.add(RX_MSGS, Kw.messages(kw));
+        gobj.add(RX_MSGS, Batches.messagesOf(kw));
         putTemp(kw, src);
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("<- " + event, kw, src);
         return gobj.publish(event, kw);
@@ -414,7 +414,7 @@ public final class IoGate implements GObjBehavior {
 
     /** EV_SEND_MESSAGE and EV_SEND_IEV: choose the channel(s) and send the same event. Always answers 0. */
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
-        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        int[] batch = Batches.rangesOf(kw);
         if (batch != null) return sendBatch(event, kw, src, batch);
         JsonNode temp = kw.get(Kw.TEMP);
         if (temp != null && temp.isObject()) {

@@ -16,6 +16,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputGates;
@@ -257,7 +258,7 @@ public final class Relay implements GObjBehavior {
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
-        int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
+        int[] batch = Batches.rangesOf(kw);
         gobj.add(RX_MSGS, batch == null ? 1 : batch.length / 2);
         GObj out = gobj.yuno().service(gobj.read(OUTPUT));
         if (out == null) {

@@ -15,6 +15,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
 import io.gatehouse.support.Streak;
@@ -458,7 +459,7 @@ public final class Tcp implements GObjBehavior {
     }
 
     private int acTxData(String event, ObjectNode kw, GObj src) {
-        int frames = Kw.messages(kw);
+        int frames = Batches.messagesOf(kw);
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (!tx.send(buf)) {
@@ -475,7 +476,7 @@ public final class Tcp implements GObjBehavior {
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (inactivityModel() && gobj.isRunning() && gobj.inState(St.ST_DISCONNECTED)) {
-            int frames = Kw.messages(kw);
+            int frames = Batches.messagesOf(kw);
             if (!tx.hold(buf)) txOverflowed();
             else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
             clearTimer();
@@ -491,7 +492,7 @@ public final class Tcp implements GObjBehavior {
         ByteBuf buf = gbufferOf(event, kw);
         if (buf == null) return -1;
         if (inactivityModel()) {
-            int frames = Kw.messages(kw);
+            int frames = Batches.messagesOf(kw);
             if (!tx.hold(buf)) txOverflowed();
             else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
             return 0;

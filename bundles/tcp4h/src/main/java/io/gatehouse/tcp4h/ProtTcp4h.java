@@ -17,6 +17,7 @@ import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputThreshold;
@@ -353,7 +354,7 @@ public final class ProtTcp4h implements GObjBehavior {
     private int acSendMessage(String event, ObjectNode kw, GObj src) {
         GObj bottom = gobj.bottom();
         ByteBuf payload = Kw.gbuffer(kw);
-        int[] batch = payload == null ? null : Kw.ref(kw, Kw.BATCH, int[].class);
+        int[] batch = payload == null ? null : Batches.rangesOf(kw);
         if (batch != null) return sendFrames(bottom, kw, payload, batch);
         if (bottom != null && payload != null && Gbuffers.canPrepend(payload, Tcp4hFramer.HEADER_SIZE)) {
             // The producer left room in front: the header goes there and the kw goes down as it came.
