@@ -63,7 +63,11 @@ import java.util.stream.Stream;
  *
  * <pre>SideBySide [--rounds 5] [--size 128] [--connections 4] [--max-backlog 20000] [--window 2000]
  *            [--warmup 2] [--duration 4] [--rate MSGS_PER_S, 0 = max] [--configs raw-proxy,iogate,...] [--modes sustained,burst,pingpong]
- *            [--io-threads 0]</pre>
+ *            [--io-threads 0] [--jit-warmup 1]</pre>
+ *
+ * <p>{@code --jit-warmup S}: each config's throwaway run before the rounds lasts S seconds after a warm-up of S
+ * seconds (default 1). The configs share the gateway's code, and each one changes what the compiler sees: with 1 s
+ * the compiler is still busy in the first rounds, on the CPUs the configs share.
  */
 public final class SideBySide {
     public static final String BASELINE = "raw-proxy";
@@ -87,6 +91,7 @@ public final class SideBySide {
         List<String> configs = DEFAULT;
         List<LoadGen.Mode> modes = List.of(LoadGen.Mode.SUSTAINED);
         int ioThreads = 0;
+        double jitWarmup = 1;
         for (int i = 0; i < args.length; i += 2) {
             switch (args[i]) {
                 case "--rounds": rounds = Integer.parseInt(args[i + 1]); break;
@@ -99,6 +104,7 @@ public final class SideBySide {
                 case "--rate": base.rate = Long.parseLong(args[i + 1]); break;   // msgs/s over all connections, 0 = max
                 case "--configs": configs = List.of(args[i + 1].split(",")); break;
                 case "--io-threads": ioThreads = Integer.parseInt(args[i + 1]); break;
+                case "--jit-warmup": jitWarmup = Double.parseDouble(args[i + 1]); break;
                 case "--queue-kw": queueKw = queueKw(args[i + 1]); break;
                 case "--modes": case "--mode":
                     modes = Stream.of(args[i + 1].split(",")).map(LoadGen.Mode::parse).collect(Collectors.toList());
@@ -113,9 +119,9 @@ public final class SideBySide {
         order.remove(BASELINE);
         order.add(0, BASELINE);
         System.out.printf(Locale.ROOT, "# side by side: %d rounds, modes %s, size %d, %d connections, sustained"
-                        + " max backlog %d, burst window %d, warmup %.1f s, window %.1f s, gateway io_threads %d;"
+                        + " max backlog %d, burst window %d, warmup %.1f s, window %.1f s, jit warmup %.1f s, gateway io_threads %d;"
                         + " JVM %s, %d cpus, load average %s%n", rounds, modes, base.size, base.connections,
-                base.maxBacklog, base.window, base.warmup, base.duration, ioThreads, System.getProperty("java.version"),
+                base.maxBacklog, base.window, base.warmup, base.duration, jitWarmup, ioThreads, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         // One throwaway run of every config first, so that no measured run pays the JIT: the baseline's alone warmed
         // only the shared code (Netty, the load generator, the sinks), and a gateway config's first round then spent
@@ -123,8 +129,8 @@ public final class SideBySide {
         for (String cfg : order) {
             LoadGen.Options warm = base.copy();
             warm.mode = LoadGen.Mode.SUSTAINED;
-            warm.warmup = 1;
-            warm.duration = 1;
+            warm.warmup = jitWarmup;
+            warm.duration = jitWarmup;
             warm.label = cfg + "/jit-warmup";
             System.out.println(runOne(cfg, warm, ioThreads).line() + " (not counted)");
         }
