@@ -1186,18 +1186,8 @@ public final class QIoGate implements GObjBehavior {
             sendBatchFirstRowid = f.rowid();
         }
         int start = out.writerIndex();
-        String cause = null;
-        try {
-            if (!trq.writeMsgJson(f.msg, out)) cause = "unreadable";
-        } catch (RuntimeException e) {
-            cause = String.valueOf(e);
-        }
-        if (cause != null) {
+        if (!writeWire(f, out)) {
             out.writerIndex(start);
-            if (unreadable.hit()) {
-                Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
-                        "rowid", f.rowid(), "cause", cause);
-            }
             return false;
         }
         int end = out.writerIndex();
@@ -1313,23 +1303,32 @@ public final class QIoGate implements GObjBehavior {
         }
         ByteBuf buf = lastWireBytes <= SMALL_WIRE_BYTES ? smallWireBuffer(Math.max(256, lastWireBytes))
                 : Gbuffers.allocate(ByteBufAllocator.DEFAULT, lastWireBytes);
-        String cause = null;
-        try {
-            if (!trq.writeMsgJson(f.msg, buf)) cause = "unreadable";
-        } catch (RuntimeException e) {
-            cause = String.valueOf(e);
-        }
-        if (cause != null) {
+        if (!writeWire(f, buf)) {
             buf.release();
-            if (unreadable.hit()) {
-                Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
-                        "rowid", f.rowid(), "cause", cause);
-            }
             return false;
         }
         lastWireBytes = buf.readableBytes();
         sendDown(to, f, Kw.withGbuffer(buf), lastWireBytes, now, timeoutAckMs);
         return true;
+    }
+
+    /**
+     * Writes the message as it goes on the wire (its record with {@code __md_trq__}) into {@code out}; false, said once
+     * per streak, when the record cannot be read (it stays pending on disk), with part of it maybe written.
+     */
+    private boolean writeWire(InFlight f, ByteBuf out) {
+        String cause = null;
+        try {
+            if (!trq.writeMsgJson(f.msg, out)) cause = "unreadable";
+        } catch (RuntimeException e) {
+            cause = String.valueOf(e);
+        }
+        if (cause == null) return true;
+        if (unreadable.hit()) {
+            Glog.error(gobj, "Message unreadable, skipped (still pending on disk; said once until one is read)",
+                    "rowid", f.rowid(), "cause", cause);
+        }
+        return false;
     }
 
     /** Sends a message read from the queue to the bottom {@code to}; it is in flight from now. */

@@ -191,19 +191,12 @@ final class MdTrq extends JsonScan {
     }
 
     static ByteBuf endAckInPlace(byte[] withRoom, int result) {
-        int o = withRoom.length - ACK_ROOM;
-        if (result < -9 || result > 9) {
-            return endAck(startAck(java.util.Arrays.copyOfRange(withRoom, Gbuffers.HEADROOM, o)), result);
+        int end = closeAckInPlace(withRoom, result);
+        if (end < 0) {
+            return endAck(startAck(java.util.Arrays.copyOfRange(withRoom, Gbuffers.HEADROOM, withRoom.length - ACK_ROOM)),
+                    result);
         }
-        if (result < 0) {
-            withRoom[o++] = '-';
-            withRoom[o++] = (byte) ('0' - result);
-        } else {
-            withRoom[o++] = (byte) ('0' + result);
-        }
-        withRoom[o++] = '}';
-        withRoom[o++] = '}';
-        return Unpooled.wrappedBuffer(withRoom).setIndex(Gbuffers.HEADROOM, o);
+        return Unpooled.wrappedBuffer(withRoom).setIndex(Gbuffers.HEADROOM, end);
     }
 
     /** A buffer holding {@code start} ({@link #ackStart}), with room for the result and the braces after it. */

@@ -313,21 +313,12 @@ public final class Relay implements GObjBehavior {
             return;
         }
         if (unknownToken.active()) Glog.info(gobj, "Durable tokens known again", "unknown", unknownToken.end());
-        if (!gobj.isTraced(TRACE_MESSAGES)) {
-            byte[] ack = pending.takenAck;
-            int end = MdTrq.closeAckInPlace(ack, result);
-            if (end > 0 && upstreamAcks.add(pending.takenGate, pending.takenTemp, ack, Gbuffers.HEADROOM, end,
-                    result < 0)) {
-                return;
-            }
-            if (end > 0) {
-                answerUpstream(Unpooled.wrappedBuffer(ack).setIndex(Gbuffers.HEADROOM, end), null, pending.takenTemp,
-                        pending.takenGate, result);
-                return;
-            }
+        byte[] ack = pending.takenAck;
+        int end = gobj.isTraced(TRACE_MESSAGES) ? -1 : MdTrq.closeAckInPlace(ack, result);
+        if (end > 0 && upstreamAcks.add(pending.takenGate, pending.takenTemp, ack, Gbuffers.HEADROOM, end, result < 0)) {
+            return;
         }
-        answerUpstream(MdTrq.endAckInPlace(pending.takenAck, result), null, pending.takenTemp, pending.takenGate,
-                result);
+        answerUpstream(MdTrq.endAckInPlace(ack, result), null, pending.takenTemp, pending.takenGate, result);
     }
 
     /** Counts and says the acks the table of acks owed dropped to stay bounded (rare: an output that went silent). */
