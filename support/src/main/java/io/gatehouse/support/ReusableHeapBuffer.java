@@ -20,6 +20,18 @@ public final class ReusableHeapBuffer extends UnpooledHeapByteBuf {
         setIndex(Gbuffers.HEADROOM, Gbuffers.HEADROOM);
     }
 
+    /**
+     * {@code last} taken back when every holder released it and it holds {@code payloadCapacity} after its headroom,
+     * else a new buffer of that capacity (the caller keeps it for the next time): the one way its makers reuse one.
+     */
+    public static ReusableHeapBuffer reuse(ReusableHeapBuffer last, int payloadCapacity) {
+        if (last != null && last.reclaim()) {
+            if (last.capacity() - Gbuffers.HEADROOM >= payloadCapacity) return last;
+            last.release();
+        }
+        return new ReusableHeapBuffer(payloadCapacity);
+    }
+
     /** The last release keeps the array, for {@link #reclaim}; the garbage collector takes it if nobody does. */
     @Override
     protected void deallocate() {

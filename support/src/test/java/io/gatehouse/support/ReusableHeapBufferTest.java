@@ -8,6 +8,8 @@ import java.nio.charset.StandardCharsets;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ReusableHeapBufferTest {
@@ -42,5 +44,18 @@ class ReusableHeapBufferTest {
         assertTrue(b.reclaim());
         assertEquals(grown, b.capacity());
         b.release();
+    }
+
+    @Test
+    void shouldReuseTheLastBufferOnlyWhenItIsFreeAndLargeEnough() {
+        ReusableHeapBuffer first = ReusableHeapBuffer.reuse(null, 64);
+        assertNotSame(first, ReusableHeapBuffer.reuse(first, 64), "still held by the one it was given to");
+        first.release();
+        assertSame(first, ReusableHeapBuffer.reuse(first, 64), "released: taken back");
+        first.release();
+        ReusableHeapBuffer larger = ReusableHeapBuffer.reuse(first, 4096);
+        assertNotSame(first, larger, "too small for what comes");
+        assertTrue(larger.capacity() - Gbuffers.HEADROOM >= 4096);
+        larger.release();
     }
 }

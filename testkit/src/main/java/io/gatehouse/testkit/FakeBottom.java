@@ -74,25 +74,17 @@ public final class FakeBottom implements GObjBehavior {
         int[] batch = Kw.ref(kw, Kw.BATCH, int[].class);
         if (batch != null) return takeBatch(kw, batch);
         ByteBuf b = Kw.takeGbuffer(kw);
-        boolean keep = keepBuffers && b != null;
-        ObjectNode msg;
-        try {
-            msg = b == null ? Kw.withoutRefs(kw) : Kw.parse(b.duplicate());
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        } finally {
-            if (b != null && !keep) b.release();
+        if (b == null) {
+            took(Kw.withoutRefs(kw), null);
+            return answer;
         }
         synchronized (sent) {
-            sent.add(msg);
-            if (b != null) buffersSeen.add(b);
-            if (keep) kept.add(b);
-            sent.notifyAll();
+            buffersSeen.add(b);
         }
-        Integer r = autoAck;
-        if (r != null) {
-            ObjectNode ack = TrQueue.answer(msg, r);
-            gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
+        try {
+            took(parse(b), keepBuffers ? b.retain() : null);
+        } finally {
+            b.release();
         }
         return answer;
     }
@@ -107,27 +99,34 @@ public final class FakeBottom implements GObjBehavior {
             }
             for (int i = 0; i + 1 < batch.length; i += 2) {
                 ByteBuf one = all.slice(all.readerIndex() + batch[i], batch[i + 1] - batch[i]);
-                ObjectNode msg;
-                try {
-                    msg = Kw.parse(one.duplicate());
-                } catch (IOException e) {
-                    throw new IllegalStateException(e);
-                }
-                synchronized (sent) {
-                    sent.add(msg);
-                    if (keepBuffers) kept.add(one.retain());
-                    sent.notifyAll();
-                }
-                Integer r = autoAck;
-                if (r != null) {
-                    ObjectNode ack = TrQueue.answer(msg, r);
-                    gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
-                }
+                took(parse(one), keepBuffers ? one.retain() : null);
             }
         } finally {
             all.release();
         }
         return answer;
+    }
+
+    private static ObjectNode parse(ByteBuf b) {
+        try {
+            return Kw.parse(b.duplicate());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Records a message sent (and the buffer kept for it, or null), and acks it later when {@link #autoAck} says. */
+    private void took(ObjectNode msg, ByteBuf keptBuffer) {
+        synchronized (sent) {
+            sent.add(msg);
+            if (keptBuffer != null) kept.add(keptBuffer);
+            sent.notifyAll();
+        }
+        Integer r = autoAck;
+        if (r != null) {
+            ObjectNode ack = TrQueue.answer(msg, r);
+            gobj.yuno().eventLoop().execute(() -> ackJson(Kw.toJson(ack)));
+        }
     }
 
     /** How many send batches came (their messages are in {@link #sent}). */

@@ -480,11 +480,7 @@ public final class IoGate implements GObjBehavior {
             ch = stickyChannel();
         }
         if (ch != null && ch.gclass().takesSendBatches()) {
-            if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
-            if (ch.send(event, kw, gobj) == 0) {
-                gobj.add(TX_MSGS, batch.length / 2);
-                channelTookOne();
-            }
+            sendTo(ch, event, kw, batch.length / 2);
             return 0;
         }
         Batches.sendApart(kw, one -> acSendMessage(event, one, src));
@@ -492,9 +488,14 @@ public final class IoGate implements GObjBehavior {
     }
 
     private void sendTo(GObj ch, String event, ObjectNode kw) {
+        sendTo(ch, event, kw, 1);
+    }
+
+    /** Sends {@code kw}, holding {@code messages} (a send batch's, else 1), to {@code ch}; counted when taken. */
+    private void sendTo(GObj ch, String event, ObjectNode kw, int messages) {
         if (gobj.isTraced(TRACE_MESSAGES)) traceMessage("-> " + event, kw, ch);
         if (ch.send(event, kw, gobj) == 0) {
-            gobj.inc(TX_MSGS);
+            gobj.add(TX_MSGS, messages);
             channelTookOne();
         }
     }

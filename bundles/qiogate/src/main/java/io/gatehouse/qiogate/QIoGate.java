@@ -1175,12 +1175,8 @@ public final class QIoGate implements GObjBehavior {
     private boolean addToSendBatch(InFlight f, long now, long timeoutAckMs) {
         ByteBuf out = sendBatchBuffer;
         if (out == null) {
-            ReusableHeapBuffer spare = sendBatchSpare;
-            if (spare == null || !spare.reclaim()) {
-                spare = new ReusableHeapBuffer(4096);
-                sendBatchSpare = spare;
-            }
-            out = spare;
+            sendBatchSpare = ReusableHeapBuffer.reuse(sendBatchSpare, 4096);
+            out = sendBatchSpare;
             sendBatchBuffer = out;
             sendBatchCount = 0;
             sendBatchFirstRowid = f.rowid();
@@ -1199,12 +1195,7 @@ public final class QIoGate implements GObjBehavior {
         sendBatchRanges[2 * sendBatchCount + 1] = end - base;
         sendBatchCount++;
         lastWireBytes = end - start;
-        if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
-        window.sent(f, end - start, now, timeoutAckMs);
-        if (gobj.isTraced(TRACE_MESSAGES)) {
-            Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries, "batch", sendBatchCount,
-                    "msg", abbreviate(out.toString(start, Math.min(end - start, 200), StandardCharsets.UTF_8)));
-        }
+        inFlight(f, out, start, end - start, now, timeoutAckMs);
         return true;
     }
 
@@ -1220,15 +1211,7 @@ public final class QIoGate implements GObjBehavior {
         }
         ObjectNode kw = Kw.withGbuffer(out);
         Kw.putRef(kw, Kw.BATCH, Arrays.copyOf(sendBatchRanges, 2 * count));
-        if (to.send(Ev.EV_SEND_MESSAGE, kw, gobj) < 0) {
-            // No channel, output over its limit...: they stay in flight and the ack timeout sends them again.
-            if (bottomRefused.hit()) {
-                Glog.warn(gobj, "Bottom refused the messages: they are sent again after timeout_ack "
-                        + "(said once until the bottom takes one)", "rowid", sendBatchFirstRowid, "count", count);
-            }
-        } else if (bottomRefused.active()) {
-            Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());
-        }
+        sentDown(to.send(Ev.EV_SEND_MESSAGE, kw, gobj), sendBatchFirstRowid, count);
     }
 
     /** Sends again what timed out or was nacked, oldest first. */
@@ -1270,14 +1253,8 @@ public final class QIoGate implements GObjBehavior {
 
     /** A heap buffer for a message of about {@code size} bytes, its one reference the caller's to pass down. */
     private ByteBuf smallWireBuffer(int size) {
-        ReusableHeapBuffer b = wireBuffer;
-        if (b != null && b.reclaim()) {
-            if (b.capacity() - Gbuffers.HEADROOM >= size) return b;
-            b.release();
-        }
-        b = new ReusableHeapBuffer(size);
-        wireBuffer = b;
-        return b;
+        wireBuffer = ReusableHeapBuffer.reuse(wireBuffer, size);
+        return wireBuffer;
     }
 
     /** Forgets the reused buffer (the gate stops, goes away, or hands over): whoever holds it releases it. */
@@ -1333,19 +1310,29 @@ public final class QIoGate implements GObjBehavior {
 
     /** Sends a message read from the queue to the bottom {@code to}; it is in flight from now. */
     private void sendDown(GObj to, InFlight f, ObjectNode kw, int wireBytes, long now, long timeoutAckMs) {
+        ByteBuf wire = Kw.gbuffer(kw);
+        inFlight(f, wire, wire.readerIndex(), wireBytes, now, timeoutAckMs);
+        sentDown(to.send(Ev.EV_SEND_MESSAGE, kw, gobj), f.rowid(), 1);
+    }
+
+    /** {@code f}, whose wire bytes are {@code wire[from, from + len)}, is in flight from now (alone or in a batch). */
+    private void inFlight(InFlight f, ByteBuf wire, int from, int len, long now, long timeoutAckMs) {
         if (unreadable.active()) Glog.info(gobj, "Messages readable again", "skipped", unreadable.end());
-        window.sent(f, wireBytes, now, timeoutAckMs);
+        window.sent(f, len, now, timeoutAckMs);
         if (gobj.isTraced(TRACE_MESSAGES)) {
-            ByteBuf buf = Kw.ref(kw, Kw.GBUFFER, ByteBuf.class);
             Glog.info(gobj, "message sent", "rowid", f.rowid(), "retries", f.retries,
-                    "msg", abbreviate(buf.toString(buf.readerIndex(), Math.min(buf.readableBytes(), 200),
-                            StandardCharsets.UTF_8)));
+                    "msg", abbreviate(wire.toString(from, Math.min(len, 200), StandardCharsets.UTF_8)));
         }
-        if (to.send(Ev.EV_SEND_MESSAGE, kw, gobj) < 0) {
-            // No channel, output over its limit...: it stays in flight and the ack timeout sends it again.
+    }
+
+    /** What the bottom answered to {@code count} messages sent down in one event, from {@code firstRowid}. */
+    private void sentDown(int answer, long firstRowid, int count) {
+        if (answer < 0) {
+            // No channel, output over its limit...: they stay in flight and the ack timeout sends them again.
             if (bottomRefused.hit()) {
-                Glog.warn(gobj, "Bottom refused the message: it is sent again after timeout_ack "
-                        + "(said once until the bottom takes one)", "rowid", f.rowid());
+                Glog.warn(gobj, (count == 1 ? "Bottom refused the message: it is sent again" : "Bottom refused the "
+                        + "messages: they are sent again") + " after timeout_ack (said once until the bottom takes one)",
+                        "rowid", firstRowid, "count", count);
             }
         } else if (bottomRefused.active()) {
             Glog.info(gobj, "Bottom takes messages again", "refused", bottomRefused.end());

@@ -168,10 +168,6 @@ final class MdTrq extends JsonScan {
     }
 
     /**
-     * Ends, in the array itself, an ack that {@link #ackStartWithRoom} began, and wraps it (no copy): the array is
-     * the ack's from then on, so this is done once per array.
-     */
-    /**
      * Ends the ack in {@code withRoom} with {@code result} as {@link #endAckInPlace} does, without a buffer: the end
      * of its bytes (they start at {@link Gbuffers#HEADROOM}), or -1 for a result of more than one digit (then
      * {@link #endAckInPlace}).
@@ -190,6 +186,10 @@ final class MdTrq extends JsonScan {
         return o;
     }
 
+    /**
+     * Ends, in the array itself, an ack that {@link #ackStartWithRoom} began, and wraps it (no copy): the array is
+     * the ack's from then on, so this is done once per array.
+     */
     static ByteBuf endAckInPlace(byte[] withRoom, int result) {
         int end = closeAckInPlace(withRoom, result);
         if (end < 0) {

@@ -105,12 +105,8 @@ final class UpstreamAcks {
             this.temp = temp;
             count = 0;
             nacks = 0;
-            ReusableHeapBuffer s = spare;
-            if (s == null || !s.reclaim()) {
-                s = new ReusableHeapBuffer(2048);
-                spare = s;
-            }
-            buf = s;
+            spare = ReusableHeapBuffer.reuse(spare, 2048);
+            buf = spare;
         }
 
         void add(byte[] ack, int from, int end, boolean nack) {

@@ -466,10 +466,16 @@ public final class Tcp implements GObjBehavior {
             txOverflowed();
             return -1;
         }
-        // a protocol's frames of a send batch in one buffer: txMsgs counts frames, as when each came alone (the
-        // buffer itself is counted once it is written)
-        if (frames > 1) gobj.add(TX_MSGS, frames - 1);
+        countMoreFrames(frames);
         return 0;
+    }
+
+    /**
+     * A protocol's frames of a send batch in one buffer: txMsgs counts frames, as when each came alone. The buffer
+     * itself is counted once it is written; the frames after its first are counted when it is taken.
+     */
+    private void countMoreFrames(int frames) {
+        if (frames > 1) gobj.add(TX_MSGS, frames - 1);
     }
 
     private int acTxDataDisconnected(String event, ObjectNode kw, GObj src) {
@@ -478,7 +484,7 @@ public final class Tcp implements GObjBehavior {
         if (inactivityModel() && gobj.isRunning() && gobj.inState(St.ST_DISCONNECTED)) {
             int frames = Batches.messagesOf(kw);
             if (!tx.hold(buf)) txOverflowed();
-            else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
+            else countMoreFrames(frames);
             clearTimer();
             gobj.send(Ev.EV_CONNECT, null, gobj);
             return 0;
@@ -494,7 +500,7 @@ public final class Tcp implements GObjBehavior {
         if (inactivityModel()) {
             int frames = Batches.messagesOf(kw);
             if (!tx.hold(buf)) txOverflowed();
-            else if (frames > 1) gobj.add(TX_MSGS, frames - 1);
+            else countMoreFrames(frames);
             return 0;
         }
         buf.release();
