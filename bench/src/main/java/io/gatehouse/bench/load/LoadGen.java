@@ -188,6 +188,13 @@ public final class LoadGen {
         public double processCpuUs = Double.NaN;
         /** CPU µs per first copy of the gateway's io_threads worker loops (SideBySide with io_threads > 0). */
         public double ioCpuUs = Double.NaN;
+        /** CPU µs per first copy of the load generator's and the sinks' threads (SideBySide). */
+        public double loadgenCpuUs = Double.NaN;
+        public double sinkCpuUs = Double.NaN;
+        /** The load generator's CPU over the whole run, ns (its loops are gone when SideBySide divides it). */
+        public long loadgenCpuNs = -1;
+        /** Frames per socket read at the sinks (SideBySide). */
+        public double sinkFramesPerRead = Double.NaN;
         public long duplicates;
         public long skipped;
         public long unknown;
@@ -219,7 +226,10 @@ public final class LoadGen {
                     messages, seconds, msgsPerSec, ackedPerSec, sentPerSec, endBacklog, p(50), p(90), p(99), p(99.9),
                     latency == null ? Double.NaN : (double) latency.getMaxValue(), ackP(50), ackP(99), loopCpuUs,
                     processCpuUs, duplicates, skipped, unknown, errors)
-                    + (Double.isNaN(ioCpuUs) ? "" : String.format(Locale.ROOT, " io_cpu_us=%.2f", ioCpuUs));
+                    + (Double.isNaN(ioCpuUs) ? "" : String.format(Locale.ROOT, " io_cpu_us=%.2f", ioCpuUs))
+                    + (Double.isNaN(sinkCpuUs) ? "" : String.format(Locale.ROOT,
+                            " loadgen_cpu_us=%.2f sink_cpu_us=%.2f sink_frames_per_read=%.1f",
+                            loadgenCpuUs, sinkCpuUs, sinkFramesPerRead));
         }
     }
 
@@ -470,6 +480,16 @@ public final class LoadGen {
         }
     }
 
+    /** The CPU time the event loops of {@code group} have spent so far, ns (each asked on its own thread). */
+    static long cpuOf(NioEventLoopGroup group) throws Exception {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        for (io.netty.util.concurrent.EventExecutor e : group) {
+            sum += e.submit(threads::getCurrentThreadCpuTime).get(5, TimeUnit.SECONDS);
+        }
+        return sum;
+    }
+
     /** A run without destinations in this JVM: burst or ping-pong, counting acks. */
     public static Result run(Options o) throws Exception {
         return run(o, null);
@@ -558,6 +578,7 @@ public final class LoadGen {
                 r.errors = run.errors;
             }
             r.sentPerSec = (sent1 - sent0) / r.seconds;
+            r.loadgenCpuNs = cpuOf(group);
             if (d != null) {
                 r.messages = delivered1 - delivered0;
                 r.deliveredPerSec = r.messages / r.seconds;

@@ -35,6 +35,8 @@ public final class RawSink implements AutoCloseable {
     private final NioEventLoopGroup group;
     private final Channel listener;
     public final AtomicLong received = new AtomicLong();
+    /** Read batches (a socket read and the frames it completed): frames per batch say how the hop writes. */
+    public final AtomicLong reads = new AtomicLong();
     private volatile boolean ack = true;
     /** Where frames are marked, or null; one receiver per sink, as a sink is one event loop. */
     private volatile Delivery.Receiver delivery;
@@ -107,6 +109,7 @@ public final class RawSink implements AutoCloseable {
 
         @Override
         public void channelReadComplete(ChannelHandlerContext ctx) {
+            reads.incrementAndGet();
             if (wrote) {
                 wrote = false;
                 ctx.flush();

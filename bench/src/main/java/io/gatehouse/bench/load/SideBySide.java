@@ -202,8 +202,9 @@ public final class SideBySide {
                 + " the process (load generator and sinks included)");
         System.out.println();
         System.out.println("| mode | config | msgs/s median (min-max) | ratio to raw-proxy median (min-max)"
-                + " | acked msgs/s | end backlog | p50 us | p99 us | loop CPU us/msg | process CPU us/msg |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+                + " | acked msgs/s | end backlog | p50 us | p99 us | loop CPU us/msg | process CPU us/msg"
+                + " | of it load generator | of it sinks |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (LoadGen.Mode mode : modes) {
             List<LoadGen.Result> base = results.get(BASELINE + "/" + mode);
             for (String cfg : configs) {
@@ -213,10 +214,11 @@ public final class SideBySide {
                 for (int k = 0; k < rs.size(); k++) ratio[k] = rs.get(k).msgsPerSec / base.get(k).msgsPerSec;
                 double[] rate = rs.stream().mapToDouble(x -> x.msgsPerSec).toArray();
                 System.out.printf(Locale.ROOT, "| %s | %s | %,.0f (%,.0f-%,.0f) | %.2f (%.2f-%.2f) | %,.0f | %,.0f"
-                                + " | %,.0f | %,.0f | %.2f | %.2f |%n",
+                                + " | %,.0f | %,.0f | %.2f | %.2f | %.2f | %.2f |%n",
                         mode, cfg, median(rate), min(rate), max(rate), median(ratio), min(ratio), max(ratio),
                         median(rs, x -> x.ackedPerSec), median(rs, x -> x.endBacklog), median(rs, x -> x.p(50)),
-                        median(rs, x -> x.p(99)), median(rs, x -> x.loopCpuUs), median(rs, x -> x.processCpuUs));
+                        median(rs, x -> x.p(99)), median(rs, x -> x.loopCpuUs), median(rs, x -> x.processCpuUs),
+                        median(rs, x -> x.loadgenCpuUs), median(rs, x -> x.sinkCpuUs));
             }
         }
         System.out.println("load average at the end: " + loadAverage());
@@ -305,14 +307,14 @@ public final class SideBySide {
             LoadGen.Options x = o.copy();
             if (cfg.equals("raw")) {
                 x.port = sinkList.get(0).port();
-                Cost cost = new Cost(null, null, delivery);
+                Cost cost = new Cost(null, null, delivery, sinkList);
                 return cost.of(body.run(x, delivery, sinkList));
             }
             if (cfg.equals(BASELINE) || cfg.equals(BASELINE_PER_FRAME)) {
                 try (RawProxy proxy = new RawProxy(0, "127.0.0.1", sinkList.get(0).port(), cfg.equals(BASELINE))) {
                     if (!proxy.awaitSink(20_000)) throw new IllegalStateException("raw-proxy: no sink connection");
                     x.port = proxy.port();
-                    Cost cost = new Cost(proxy.thread(), null, delivery);
+                    Cost cost = new Cost(proxy.thread(), null, delivery, sinkList);
                     LoadGen.Result r = cost.of(body.run(x, delivery, sinkList));
                     System.out.println("# " + cfg + " " + proxy.stats());
                     return r;
@@ -328,7 +330,7 @@ public final class SideBySide {
                     Thread.sleep(20);
                 }
                 x.port = input;
-                Cost cost = new Cost(coreThread(), ioThreads > 0 ? IO_PREFIX : null, delivery);
+                Cost cost = new Cost(coreThread(), ioThreads > 0 ? IO_PREFIX : null, delivery, sinkList);
                 return cost.of(body.run(x, delivery, sinkList));
             }
         } finally {
@@ -339,6 +341,8 @@ public final class SideBySide {
 
     /** The names of the bench yuno's io_threads worker loops ({@code YunoRuntime}: gatehouse-io-NAME-...). */
     static final String IO_PREFIX = "gatehouse-io-bench-";
+    /** The sinks' event loop threads ({@link RawSink}). */
+    static final String SINK_PREFIX = "raw-sink-";
 
     /** The running yuno's core loop: the newest live thread named like one (earlier runs' loops are stopped). */
     static Thread coreThread() {
@@ -366,15 +370,28 @@ public final class SideBySide {
         private final long loop0;
         private final long process0;
         private final long delivered0;
+        private final Map<Long, Long> threads0 = new LinkedHashMap<>();
 
-        Cost(Thread loop, String ioPrefix, Delivery delivery) {
+        private final List<RawSink> sinks;
+        private final long received0;
+        private final long reads0;
+
+        Cost(Thread loop, String ioPrefix, Delivery delivery, List<RawSink> sinks) {
             this.loop = loop;
+            this.sinks = sinks;
+            received0 = sinks.stream().mapToLong(s -> s.received.get()).sum();
+            reads0 = sinks.stream().mapToLong(s -> s.reads.get()).sum();
             this.ioPrefix = ioPrefix;
             this.delivery = delivery;
             if (ioPrefix != null) {
                 for (Thread t : ioThreads(ioPrefix)) io0.put(t.getId(), Math.max(0, THREADS.getThreadCpuTime(t.getId())));
             }
             loop0 = loop == null ? 0 : THREADS.getThreadCpuTime(loop.getId());
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (t.getName().startsWith(SINK_PREFIX)) {
+                    threads0.put(t.getId(), Math.max(0, THREADS.getThreadCpuTime(t.getId())));
+                }
+            }
             process0 = OS.getProcessCpuTime();
             delivered0 = delivery.firstCopies();
         }
@@ -383,6 +400,10 @@ public final class SideBySide {
             double n = Math.max(1, delivery.firstCopies() - delivered0);
             if (loop != null) r.loopCpuUs = (THREADS.getThreadCpuTime(loop.getId()) - loop0) / 1000.0 / n;
             r.processCpuUs = (OS.getProcessCpuTime() - process0) / 1000.0 / n;
+            if (r.loadgenCpuNs >= 0) r.loadgenCpuUs = r.loadgenCpuNs / 1000.0 / n;
+            r.sinkCpuUs = groupCpu(SINK_PREFIX) / 1000.0 / n;
+            r.sinkFramesPerRead = (sinks.stream().mapToLong(s -> s.received.get()).sum() - received0)
+                    / (double) Math.max(1, sinks.stream().mapToLong(s -> s.reads.get()).sum() - reads0);
             if (ioPrefix != null) {
                 long io = 0;
                 for (Thread t : ioThreads(ioPrefix)) {
@@ -392,6 +413,21 @@ public final class SideBySide {
                 r.ioCpuUs = io / 1000.0 / n;
             }
             return r;
+        }
+
+        /**
+         * The CPU the threads named {@code prefix}... spent since the start (a thread started since counts from 0):
+         * the sinks' share of the process, which is the same work for every config only if the hop writes to them in
+         * batches as large as raw-proxy's.
+         */
+        private long groupCpu(String prefix) {
+            long sum = 0;
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (!t.getName().startsWith(prefix)) continue;
+                long now = THREADS.getThreadCpuTime(t.getId());
+                if (now >= 0) sum += now - threads0.getOrDefault(t.getId(), 0L);
+            }
+            return sum;
         }
 
         private static List<Thread> ioThreads(String prefix) {
