@@ -16,9 +16,9 @@ import java.util.Map;
 import java.util.function.ToIntFunction;
 
 /**
- * Whether a producer may send a {@link Kw#BATCH}: every gobj its EV_ON_MESSAGE reaches takes batches
- * ({@link GClassSpec#takesBatches()}), following the ones that publish EV_ON_MESSAGE in turn (a channel, a gate)
- * up to the ones that do not (a relay). Asked per batch, so a live upgrade to a revision without batches is seen at
+ * Whether a producer may send a {@link Kw#BATCH} (or {@link Kw#MESSAGES}): every gobj its EV_ON_MESSAGE reaches takes
+ * batches ({@link GClassSpec#takesBatches()}, {@link GClassSpec#takesMessageBatches()}), following the ones that
+ * publish EV_ON_MESSAGE in turn (a channel, a gate) up to the ones that do not (a relay). Asked per batch, so a live upgrade to a revision without batches is seen at
  * the next one. And, going down, a send batch taken apart for a bottom that does not take send batches.
  */
 public final class Batches {
@@ -30,7 +30,16 @@ public final class Batches {
     /** True when {@code producer} has subscribers and every gobj its messages reach takes batches. */
     public static boolean takenAbove(GObj producer) {
         List<GObj> subscribers = producer.subscribers();
-        return !subscribers.isEmpty() && takenBy(subscribers, MAX_DEPTH);
+        return !subscribers.isEmpty() && takenBy(subscribers, MAX_DEPTH, false);
+    }
+
+    /**
+     * True when {@code producer} has subscribers and every gobj its messages reach takes message batches
+     * ({@link Kw#MESSAGES}, {@link GClassSpec#takesMessageBatches()}).
+     */
+    public static boolean messageBatchesTakenAbove(GObj producer) {
+        List<GObj> subscribers = producer.subscribers();
+        return !subscribers.isEmpty() && takenBy(subscribers, MAX_DEPTH, true);
     }
 
     /**
@@ -39,19 +48,31 @@ public final class Batches {
      * costs what a field read costs.
      */
     public static int[] rangesOf(ObjectNode kw) {
-        if (kw == null || kw.isEmpty()) return null;
-        JsonNode n = kw.get(Kw.BATCH);
+        return kw == null || kw.isEmpty() ? null : ints(kw.get(Kw.BATCH));
+    }
+
+    /** The ranges of the kw's {@link Kw#MESSAGES}, or null, as cheaply as {@link #rangesOf}. */
+    public static int[] messageRangesOf(ObjectNode kw) {
+        return kw == null || kw.isEmpty() ? null : ints(kw.get(Kw.MESSAGES));
+    }
+
+    /**
+     * The messages a kw holds: its {@link #rangesOf batch's} or {@link #messageRangesOf message batch's} ranges, else
+     * 1 (as {@link Kw#messages}).
+     */
+    public static int messagesOf(ObjectNode kw) {
+        if (kw == null || kw.isEmpty()) return 1;
+        int[] ranges = ints(kw.get(Kw.BATCH));
+        if (ranges == null) ranges = ints(kw.get(Kw.MESSAGES));
+        return ranges == null ? 1 : ranges.length / 2;
+    }
+
+    private static int[] ints(JsonNode n) {
         if (n instanceof POJONode) {
             Object ranges = ((POJONode) n).getPojo();
             if (ranges instanceof int[]) return (int[]) ranges;
         }
         return null;
-    }
-
-    /** The messages a kw holds: its {@link #rangesOf batch's} ranges, else 1 (as {@link Kw#messages}). */
-    public static int messagesOf(ObjectNode kw) {
-        int[] ranges = rangesOf(kw);
-        return ranges == null ? 1 : ranges.length / 2;
     }
 
     /**
@@ -90,14 +111,14 @@ public final class Batches {
         return answer;
     }
 
-    private static boolean takenBy(List<GObj> subscribers, int depth) {
+    private static boolean takenBy(List<GObj> subscribers, int depth, boolean messageBatches) {
         if (depth == 0) return false;
         for (GObj s : subscribers) {
             GClassSpec<?> spec = s.gclass();
-            if (s.isDestroyed() || !spec.takesBatches()) return false;
+            if (s.isDestroyed() || !(messageBatches ? spec.takesMessageBatches() : spec.takesBatches())) return false;
             if (spec.fsm().outputEvents().contains(Ev.EV_ON_MESSAGE)) {
                 List<GObj> next = s.subscribers();
-                if (next.isEmpty() || !takenBy(next, depth - 1)) return false;
+                if (next.isEmpty() || !takenBy(next, depth - 1, messageBatches)) return false;
             }
         }
         return true;

@@ -209,6 +209,25 @@ public final class FakeBottom implements GObjBehavior {
         return gobj.publish(Ev.EV_ON_MESSAGE, Kw.withGbuffer(b));
     }
 
+    /**
+     * The acks (or any messages) given, in one EV_ON_MESSAGE as the frames of one read ({@link Kw#MESSAGES}): each
+     * behind a 4-byte header, in a buffer whose reader index is not 0.
+     */
+    public int ackJsonBatch(String... jsons) {
+        ByteBuf all = Unpooled.buffer().writeZero(3).skipBytes(3);
+        int[] ranges = new int[2 * jsons.length];
+        for (int i = 0; i < jsons.length; i++) {
+            byte[] m = jsons[i].getBytes(StandardCharsets.UTF_8);
+            all.writeInt(m.length + 4);
+            ranges[2 * i] = all.readableBytes();
+            all.writeBytes(m);
+            ranges[2 * i + 1] = all.readableBytes();
+        }
+        ObjectNode kw = Kw.withGbuffer(all);
+        Kw.putRef(kw, Kw.MESSAGES, ranges);
+        return gobj.publish(Ev.EV_ON_MESSAGE, kw);
+    }
+
     @Override
     public ObjectNode onStats(String filter, ObjectNode kw, GObj src) {
         ObjectNode d = Kw.create();

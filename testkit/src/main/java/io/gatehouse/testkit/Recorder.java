@@ -33,16 +33,30 @@ public final class Recorder implements GObjBehavior {
         public final ObjectNode kw;
         public final byte[] payload;
         public final String src;
+        /** The ranges of a message batch ({@link Kw#MESSAGES}) in {@link #payload}, or null. */
+        public final int[] messageRanges;
 
-        Event(String event, ObjectNode kw, byte[] payload, String src) {
+        Event(String event, ObjectNode kw, byte[] payload, String src, int[] messageRanges) {
             this.event = event;
             this.kw = kw;
             this.payload = payload;
             this.src = src;
+            this.messageRanges = messageRanges;
         }
 
         public String payloadText() {
             return payload == null ? null : new String(payload, StandardCharsets.UTF_8);
+        }
+
+        /** The text of each message this event carried: those of a message batch, else its payload alone. */
+        public List<String> messageTexts() {
+            if (messageRanges == null) return payload == null ? List.of() : List.of(payloadText());
+            List<String> out = new ArrayList<>();
+            for (int i = 0; i + 1 < messageRanges.length; i += 2) {
+                out.add(new String(payload, messageRanges[i], messageRanges[i + 1] - messageRanges[i],
+                        StandardCharsets.UTF_8));
+            }
+            return out;
         }
 
         @Override
@@ -51,9 +65,13 @@ public final class Recorder implements GObjBehavior {
         }
     }
 
-    public static final GClassSpec<Recorder> SPEC = buildSpec();
+    public static final GClassSpec<Recorder> SPEC = buildSpec(GCLASS, false);
 
-    private static GClassSpec<Recorder> buildSpec() {
+    /** A recorder (gclass {@value #GCLASS_MESSAGE_BATCHES}) that takes message batches ({@link Kw#MESSAGES}). */
+    public static final String GCLASS_MESSAGE_BATCHES = "C_RECORDER_MB";
+    public static final GClassSpec<Recorder> SPEC_MESSAGE_BATCHES = buildSpec(GCLASS_MESSAGE_BATCHES, true);
+
+    private static GClassSpec<Recorder> buildSpec(String name, boolean messageBatches) {
         Fsm.StateBuilder<Recorder> st = Fsm.<Recorder>builder().state(St.ST_IDLE);
         for (Field f : Ev.class.getFields()) {
             if (Modifier.isStatic(f.getModifiers()) && f.getType() == String.class) {
@@ -64,12 +82,13 @@ public final class Recorder implements GObjBehavior {
                 }
             }
         }
-        return GClassSpec.builder(GCLASS, Recorder.class)
+        GClassSpec.Builder<Recorder> b = GClassSpec.builder(name, Recorder.class)
                 .description("Records the events it receives (tests)")
                 .fsm(st.build())
                 .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
-                .factory(Recorder::new)
-                .build();
+                .factory(Recorder::new);
+        if (messageBatches) b.takesMessageBatches();
+        return b.build();
     }
 
     private final GObj gobj;
@@ -88,11 +107,19 @@ public final class Recorder implements GObjBehavior {
         return rt.call(() -> (Recorder) rt.yuno().root().createVolatileChild(name, GCLASS, null).behavior());
     }
 
+    /** {@link #create} of a recorder that takes message batches ({@link #SPEC_MESSAGE_BATCHES}). */
+    public static Recorder createTakingMessageBatches(YunoRuntime rt, String name) {
+        if (rt.yuno().gclass(GCLASS_MESSAGE_BATCHES) == null) rt.gclassArrived(SPEC_MESSAGE_BATCHES);
+        return rt.call(() -> (Recorder) rt.yuno().root().createVolatileChild(name, GCLASS_MESSAGE_BATCHES, null)
+                .behavior());
+    }
+
     public GObj gobj() {
         return gobj;
     }
 
     private int acRecord(String event, ObjectNode kw, GObj src) {
+        int[] ranges = Kw.ref(kw, Kw.MESSAGES, int[].class);
         ByteBuf b = Kw.takeGbuffer(kw);
         byte[] payload = null;
         if (b != null) {
@@ -100,7 +127,8 @@ public final class Recorder implements GObjBehavior {
             b.getBytes(b.readerIndex(), payload);
             b.release();
         }
-        Event e = new Event(event, Kw.withoutRefs(kw), payload, src == null ? "" : src.name());
+        Event e = new Event(event, Kw.withoutRefs(kw), payload, src == null ? "" : src.name(),
+                ranges == null ? null : ranges.clone());
         synchronized (events) {
             if (events.size() >= MAX_EVENTS) events.remove(0);
             events.add(e);

@@ -58,6 +58,7 @@ public final class GClassSpec<B extends GObjBehavior> {
     private final boolean takesQueueRecords;
     private final boolean takesBatches;
     private final boolean takesSendBatches;
+    private final boolean takesMessageBatches;
     private final Attr<Boolean> linkUp;
     private final int stateVersion;
     private final SubscriptionModel subscriptionModel;
@@ -79,6 +80,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.takesQueueRecords = b.takesQueueRecords;
         this.takesBatches = b.takesBatches;
         this.takesSendBatches = b.takesSendBatches;
+        this.takesMessageBatches = b.takesMessageBatches;
         this.linkUp = b.linkUp;
         this.stateVersion = b.stateVersion;
         this.subscriptionModel = b.subscriptionModel;
@@ -120,6 +122,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         this.takesQueueRecords = other.takesQueueRecords;
         this.takesBatches = other.takesBatches;
         this.takesSendBatches = other.takesSendBatches;
+        this.takesMessageBatches = other.takesMessageBatches;
         this.linkUp = other.linkUp;
         this.stateVersion = other.stateVersion;
         this.subscriptionModel = other.subscriptionModel;
@@ -219,6 +222,14 @@ public final class GClassSpec<B extends GObjBehavior> {
     public boolean takesSendBatches() { return takesSendBatches; }
 
     /**
+     * True when this gclass takes an EV_ON_MESSAGE carrying {@link Kw#MESSAGES} (see
+     * {@link Builder#takesMessageBatches()}).
+     *
+     * @since 2.6
+     */
+    public boolean takesMessageBatches() { return takesMessageBatches; }
+
+    /**
      * The boolean attribute telling whether a gobj of this gclass has its link up (a connected socket, a reachable
      * broker), or null for a gclass that is not a link. Core counts the links that are up (the
      * {@code connections} metric) without knowing the gclass.
@@ -264,6 +275,7 @@ public final class GClassSpec<B extends GObjBehavior> {
         private boolean takesQueueRecords;
         private boolean takesBatches;
         private boolean takesSendBatches;
+        private boolean takesMessageBatches;
         private Attr<Boolean> linkUp;
         private int stateVersion;
         private SubscriptionModel subscriptionModel = SubscriptionModel.CHILD;
@@ -394,6 +406,17 @@ public final class GClassSpec<B extends GObjBehavior> {
          * @since 2.5
          */
         public Builder<B> takesSendBatches() { this.takesSendBatches = true; return this; }
+
+        /**
+         * This gclass takes an EV_ON_MESSAGE carrying {@link Kw#MESSAGES}, the messages one read completed: it passes
+         * it up whole (a channel, a gate; counting its messages, {@link Kw#messages}) or takes every message of it in
+         * order as if each had come alone, answering each alone (a relay, a queue's gate reading acks). A protocol
+         * sends one only when every gobj its EV_ON_MESSAGE reaches declares this, and each message alone otherwise,
+         * so live upgrades of any of them work in any order.
+         *
+         * @since 2.6
+         */
+        public Builder<B> takesMessageBatches() { this.takesMessageBatches = true; return this; }
 
         /** See {@link GClassSpec#linkUp()}; the attribute must be in this gclass's table. */
         public Builder<B> linkUp(Attr<Boolean> connected) { this.linkUp = connected; return this; }

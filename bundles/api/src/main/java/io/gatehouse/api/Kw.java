@@ -144,6 +144,18 @@ public final class Kw {
      */
     public static final String BATCH = "__batch__";
 
+    /**
+     * On an EV_ON_MESSAGE sent up to gclasses that {@link GClassSpec#takesMessageBatches() take message batches}: a
+     * reference to an {@code int[]} of byte ranges, {@code start, end} pairs counted from the {@link #GBUFFER}'s
+     * reader index, each one message that came alone (a frame of its own on the wire, with its own
+     * {@code __md_trq__} in its bytes), to be taken in their order as if each had come in an event of its own with
+     * the kw's other keys. Unlike a {@link #BATCH}, nothing is answered for the batch: each message is answered
+     * alone.
+     *
+     * @since 2.6
+     */
+    public static final String MESSAGES = "__messages__";
+
     /** In the {@link #MD_TRQ} of one message of a {@link #BATCH} answered apart: its index in the batch. */
     public static final String BATCH_INDEX = "msg";
 
@@ -218,9 +230,13 @@ public final class Kw {
         return kw;
     }
 
-    /** The messages a kw holds: the ranges of its {@link #BATCH}, else 1 (for the counters of the gobjs it passes). */
+    /**
+     * The messages a kw holds: the ranges of its {@link #BATCH} or of its {@link #MESSAGES}, else 1 (for the counters
+     * of the gobjs it passes).
+     */
     public static int messages(JsonNode kw) {
         int[] batch = ref(kw, BATCH, int[].class);
+        if (batch == null) batch = ref(kw, MESSAGES, int[].class);
         return batch == null ? 1 : batch.length / 2;
     }
 

@@ -32,9 +32,13 @@
  * <p>2.5.0 (minor): {@code GClassSpec.takesSendBatches()} added: a queue's gate sends what one pass takes from its
  * queue down as one event, which the gate, the channel and the protocol below pass or frame whole, instead of an
  * event through every level per message.
+ *
+ * <p>2.6.0 (minor): {@code GClassSpec.takesMessageBatches()} and {@code Kw.MESSAGES} added: a protocol sends the
+ * messages one read completed up as one event, which the channel and the gate pass whole and the relay or the queue's
+ * gate takes message by message, instead of an event through every level per message.
  */
 @Export
-@Version("2.5.0")
+@Version("2.6.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

@@ -97,6 +97,7 @@ public final class Channel implements GObjBehavior {
             .subscriptionModel(GClassSpec.SubscriptionModel.CHILD)
             .takesBatches()
             .takesSendBatches()
+            .takesMessageBatches()
             .stateVersion(STATE_VERSION)
             .factory(Channel::new)
             .build();

@@ -122,6 +122,7 @@ public final class IoGate implements GObjBehavior {
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .takesBatches()
             .takesSendBatches()
+            .takesMessageBatches()
             .stateVersion(STATE_VERSION)
             .factory(IoGate::new)
             .build();

@@ -108,10 +108,16 @@ class IoGateLoopbackTest {
     }
 
     private void startBoth(int channels, int sendType) {
+        startBoth(channels, sendType, false);
+    }
+
+    /** {@link #startBoth(int, int)}, the server's app taking message batches when {@code messageBatches}. */
+    private void startBoth(int channels, int sendType, boolean messageBatches) {
         int port = freePort();
         server = YunoRuntime.builder().name("srv").gclass(specs()).config(serverConfig(port, channels)).build();
         serverGate = server.service("__input_side__");
-        serverApp = Recorder.create(server, "server-app");
+        serverApp = messageBatches ? Recorder.createTakingMessageBatches(server, "server-app")
+                : Recorder.create(server, "server-app");
         server.run(() -> serverGate.subscribe(null, serverApp.gobj()));
         server.start();
         client = YunoRuntime.builder().name("cli").clock(clientClock).gclass(specs())
@@ -221,6 +227,33 @@ class IoGateLoopbackTest {
         assertEquals(5L, client.call(() -> channel.readAttr("txMsgs").asLong()));
         assertEquals(5L, client.call(() -> tcp.readAttr("txMsgs").asLong()), "frames, not buffers");
         assertEquals(5 * 4 + 5 + 3 + 3 + 7 + 3, client.call(() -> tcp.readAttr("txBytes").asLong()));
+        assertEquals(List.of(), errors);
+    }
+
+    @Test
+    void shouldHandTheFramesOfOneReadUpAsOneEventToAnAppThatTakesMessageBatches() {
+        startBoth(1, 0, true);
+        String[] texts = new String[300];
+        for (int i = 0; i < texts.length; i++) texts[i] = "{\"n\":" + i + "}";
+        send(client, clientGate, batch(texts));   // one write of 300 frames: the server reads several at a time
+        List<String> got = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + WAIT;
+        int batches = 0;
+        while (got.size() < texts.length && System.currentTimeMillis() < deadline) {
+            Recorder.Event e = serverApp.await(Ev.EV_ON_MESSAGE, 1000);
+            if (e == null) continue;
+            got.addAll(e.messageTexts());
+            if (e.messageRanges != null) {
+                batches++;
+                assertTrue(e.messageRanges.length >= 4, "a batch holds two messages or more");
+                assertTrue(e.kw.has(Kw.TEMP), "the gate names the channel, for the answers");
+            }
+        }
+        assertEquals(List.of(texts), got, "every message, in order");
+        assertTrue(batches > 0, "the frames of a read go up together");
+        GObj channel = server.call(() -> serverGate.child("in-1"));
+        assertEquals(300L, server.call(() -> serverGate.readAttr("rxMsgs").asLong()), "counted by message");
+        assertEquals(300L, server.call(() -> channel.readAttr("rxMsgs").asLong()));
         assertEquals(List.of(), errors);
     }
 

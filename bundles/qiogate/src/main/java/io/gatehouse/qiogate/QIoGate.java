@@ -23,6 +23,7 @@ import io.gatehouse.api.queue.TrQueueException;
 import io.gatehouse.api.queue.TrQueueFactory;
 import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.qiogate.InFlightWindow.InFlight;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.ReusableHeapBuffer;
@@ -205,6 +206,7 @@ public final class QIoGate implements GObjBehavior {
             .answersDurableTokens()
             .takesJsonRecords()
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesMessageBatches()
             .stateVersion(STATE_VERSION)
             .factory(g -> new QIoGate(g, null))
             .build();
@@ -592,33 +594,74 @@ public final class QIoGate implements GObjBehavior {
         }
         long[] answers = Kw.ref(kw, Kw.QUEUE_ACKS, long[].class);
         if (answers != null) return processAnswers(answers);
-        ObjectNode ack = kw;
         ByteBuf buf = Kw.takeGbuffer(kw);
-        if (buf != null) {
-            if (ackScan.scan(buf) == AckScan.FOUND) {
-                // the usual ack: its rowid, t, generation and result read from the bytes, no tree
-                buf.release();
-                int r = trq == null ? processAck(ack) : processAck(null, ackScan.rowid(), ackScan.hasT(), ackScan.t(),
-                        ackScan.hasGen(), ackScan.gen(), ackScan.hasResult(), ackScan.result());
+        if (buf == null) {
+            int r = processAck(kw);
+            sendSoon();
+            return r;
+        }
+        int[] messages = Batches.messageRangesOf(kw);
+        try {
+            if (messages == null) {
+                int r = ackOf(buf, kw);
                 sendSoon();
                 return r;
             }
-            try {
-                ack = Kw.parse(buf);
-            } catch (IOException e) {
-                gobj.inc(IGNORED_ACKS);
-                if (badAck.hit()) {
-                    Glog.error(gobj, "Bad ack: not a JSON object (said once until a valid ack comes)",
-                            "error", String.valueOf(e.getMessage()), "dump", dump(buf));
-                }
-                return -1;
-            } finally {
-                buf.release();
-            }
+            return acksOf(buf, messages);
+        } finally {
+            buf.release();
         }
-        int r = processAck(ack);
+    }
+
+    /**
+     * The acks one read completed ({@link Kw#MESSAGES}), each taken in order as if it had come alone, then one pass
+     * to send what the window has room for. Answers 0, or -1 when one of them was not an ack.
+     */
+    private int acksOf(ByteBuf all, int[] ranges) {
+        int base = all.readerIndex();
+        int size = all.readableBytes();
+        ByteBuf view = all.duplicate();
+        int answer = 0;
+        for (int i = 0; i + 1 < ranges.length; i += 2) {
+            if (ranges[i] < 0 || ranges[i] >= ranges[i + 1] || ranges[i + 1] > size) {
+                gobj.add(IGNORED_ACKS, (ranges.length - i) / 2);
+                if (badAck.hit()) {
+                    Glog.error(gobj, "Bad acks: a range is outside their buffer, the rest ignored (said once until a"
+                            + " valid ack comes)", "range", ranges[i] + ".." + ranges[i + 1], "size", size);
+                }
+                answer = -1;
+                break;
+            }
+            view.setIndex(base + ranges[i], base + ranges[i + 1]);
+            if (ackOf(view, null) < 0) answer = -1;
+        }
         sendSoon();
-        return r;
+        return answer;
+    }
+
+    /**
+     * The ack in {@code buf}'s readable bytes (read, not released), {@code kw} the kw it came in (null: one of a
+     * batch, with no other keys).
+     */
+    private int ackOf(ByteBuf buf, ObjectNode kw) {
+        if (ackScan.scan(buf) == AckScan.FOUND) {
+            // the usual ack: its rowid, t, generation and result read from the bytes, no tree
+            return trq == null ? processAck(kw == null ? Kw.create() : kw)
+                    : processAck(null, ackScan.rowid(), ackScan.hasT(), ackScan.t(), ackScan.hasGen(), ackScan.gen(),
+                            ackScan.hasResult(), ackScan.result());
+        }
+        ObjectNode ack;
+        try {
+            ack = Kw.parse(buf);
+        } catch (IOException e) {
+            gobj.inc(IGNORED_ACKS);
+            if (badAck.hit()) {
+                Glog.error(gobj, "Bad ack: not a JSON object (said once until a valid ack comes)",
+                        "error", String.valueOf(e.getMessage()), "dump", dump(buf));
+            }
+            return -1;
+        }
+        return processAck(ack);
     }
 
     /**

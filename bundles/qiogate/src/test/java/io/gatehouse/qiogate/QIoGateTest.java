@@ -14,6 +14,7 @@ import io.gatehouse.testkit.FakeBottom;
 import io.gatehouse.testkit.LogCapture;
 import io.gatehouse.testkit.ManualClock;
 import io.gatehouse.api.queue.FsyncPolicy;
+import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.testkit.MemTrQueueFactory;
 import io.gatehouse.testkit.Recorder;
@@ -348,6 +349,29 @@ class QIoGateTest {
         rt.run(() -> bottom().ack(sent.get(1), 0));
         assertEquals(0, stats().get("msgs_in_queue").asInt());
         assertEquals(2, stats().get("acks").asInt());
+    }
+
+    @Test
+    void shouldTakeTheAcksOfOneReadInOrderAsIfEachHadComeAlone() {
+        givenGate("{\"topic_name\":\"t\",\"max_pending_acks\":3}");
+        rt.run(() -> bottom().open());
+        for (int i = 1; i <= 5; i++) send("{\"id\":\"" + i + "\"}");
+        List<ObjectNode> sent = bottom().sent();
+        assertEquals(3, sent.size(), "the window");
+        String a1 = Kw.toJson(TrQueue.answer(sent.get(0), 0));
+        String a3 = Kw.toJson(TrQueue.answer(sent.get(2), 0));
+        // an ack, one that is not JSON, a stale one, and another ack: the bad ones are counted, the good ones taken
+        int r = rt.call(() -> bottom().ackJsonBatch(a1, "{not json",
+                "{\"__md_trq__\":{\"__msg_rowid__\":99,\"__msg_t__\":1,\"result\":0}}", a3));
+        assertEquals(-1, r, "one of them was not an ack");
+        assertTrue(logged("Bad ack: not a JSON object"), logs.toString());
+        assertEquals(2, stats().get("acks").asInt());
+        assertEquals(2, stats().get("ignored_acks").asInt());
+        assertEquals(3, stats().get("msgs_in_queue").asInt());
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L), bottom().sentRowids(), "one pass after the read filled the window");
+        ObjectNode second = bottom().sent().get(1);
+        rt.run(() -> bottom().ack(second, 0));
+        assertEquals(2, stats().get("msgs_in_queue").asInt());
     }
 
     @Test

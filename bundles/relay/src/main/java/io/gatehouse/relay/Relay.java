@@ -111,6 +111,7 @@ public final class Relay implements GObjBehavior {
             .traceLevel(TRACE_MESSAGES, "Trace every message forwarded and every ack or nack sent upstream")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
             .takesBatches()
+            .takesMessageBatches()
             .stateVersion(STATE_VERSION)
             .factory(Relay::new)
             .build();
@@ -259,7 +260,8 @@ public final class Relay implements GObjBehavior {
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
         int[] batch = Batches.rangesOf(kw);
-        gobj.add(RX_MSGS, batch == null ? 1 : batch.length / 2);
+        int[] messages = batch == null ? Batches.messageRangesOf(kw) : null;
+        gobj.add(RX_MSGS, batch != null ? batch.length / 2 : messages != null ? messages.length / 2 : 1);
         GObj out = gobj.yuno().service(gobj.read(OUTPUT));
         if (out == null) {
             if (outputMissing.hit()) {
@@ -276,7 +278,48 @@ public final class Relay implements GObjBehavior {
         }
         JsonNode temp = kw.get(Kw.TEMP);
         if (batch != null) return forwardBatch(out, kw, batch, temp, src);
+        if (messages != null) return forwardMessages(out, kw, messages, temp, src);
         return forwardOne(out, kw, temp, src);
+    }
+
+    /**
+     * The messages one read completed ({@link Kw#MESSAGES}): each forwarded in order as if it had come alone, and
+     * answered alone. To an output that confirms durability each is read where it lies in the read's buffer (the
+     * record is a copy); to a plain output, which takes the buffer, each goes in a slice of its own. Answers 0, or
+     * the first refusal's answer (the others are forwarded all the same, as they would be alone).
+     */
+    private int forwardMessages(GObj out, ObjectNode kw, int[] ranges, JsonNode temp, GObj src) {
+        ByteBuf all = Kw.takeGbuffer(kw);
+        try {
+            String bad = all == null ? "no gbuffer" : badRanges(ranges, all.readableBytes());
+            if (bad != null) {
+                gobj.add(BAD_JSON, ranges.length / 2);
+                if (badBatch.hit()) {
+                    Glog.error(gobj, "Messages refused: " + bad + " (said once until a good batch comes)",
+                            "messages", ranges.length / 2);
+                }
+                return -1;
+            }
+            if (badBatch.active()) Glog.info(gobj, "Batches readable again", "refused", badBatch.end());
+            boolean durable = out.gclass().confirmsDurability();
+            ByteBuf view = durable ? all.duplicate() : null;
+            int base = all.readerIndex();
+            int answer = 0;
+            for (int i = 0; i + 1 < ranges.length; i += 2) {
+                int r;
+                if (durable) {
+                    view.setIndex(base + ranges[i], base + ranges[i + 1]);
+                    r = forwardDurable(out, view, null, temp, src);
+                } else {
+                    r = forwardRaw(out, Kw.withGbuffer(all.retainedSlice(base + ranges[i], ranges[i + 1] - ranges[i])),
+                            temp, src);
+                }
+                if (r < 0 && answer == 0) answer = r;
+            }
+            return answer;
+        } finally {
+            if (all != null) all.release();
+        }
     }
 
     private int forwardOne(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
@@ -381,6 +424,18 @@ public final class Relay implements GObjBehavior {
      */
     private int forwardDurable(GObj out, ObjectNode kw, JsonNode temp, GObj src) {
         ByteBuf buf = Kw.takeGbuffer(kw);
+        try {
+            return forwardDurable(out, buf, kw, temp, src);
+        } finally {
+            if (buf != null) buf.release();
+        }
+    }
+
+    /**
+     * {@link #forwardDurable(GObj, ObjectNode, JsonNode, GObj)} of the message in {@code buf}'s readable bytes (read,
+     * not consumed nor released), or, without a buffer, of {@code kw}'s keys.
+     */
+    private int forwardDurable(GObj out, ByteBuf buf, ObjectNode kw, JsonNode temp, GObj src) {
         ObjectNode msg;
         byte[] ackStart = null;
         boolean byToken = false;
@@ -406,8 +461,6 @@ public final class Relay implements GObjBehavior {
         } catch (IOException e) {
             notJson(e, buf);
             return -1;
-        } finally {
-            if (buf != null) buf.release();
         }
         jsonAgain();
         if (byToken) return forwardByToken(out, msg, ackStart, temp, src);
@@ -656,15 +709,30 @@ public final class Relay implements GObjBehavior {
         }
         ByteBuf buf = Kw.gbuffer(kw);
         if (buf == null) return;
+        int[] messages = Batches.messageRangesOf(kw);
+        if (messages == null) {
+            nackOne(buf, kw.get(Kw.TEMP), inputGate);
+            return;
+        }
+        if (badRanges(messages, buf.readableBytes()) != null) return;   // forwardMessages says why
+        ByteBuf view = buf.duplicate();
+        int base = buf.readerIndex();
+        for (int i = 0; i + 1 < messages.length; i += 2) {
+            view.setIndex(base + messages[i], base + messages[i + 1]);
+            nackOne(view, kw.get(Kw.TEMP), inputGate);
+        }
+    }
+
+    /** The nack of the message in {@code buf}'s readable bytes, if it asked for an ack. */
+    private void nackOne(ByteBuf buf, JsonNode temp, GObj inputGate) {
         int found = scan.scan(buf);
         if (found == MdTrq.FOUND && scan.simple()) {
             String traced = gobj.isTraced(TRACE_MESSAGES) ? scan.text() : null;
-            answerUpstream(MdTrq.endAck(scan.startAck(), REFUSED_RESULT), traced, kw.get(Kw.TEMP), inputGate,
-                    REFUSED_RESULT);
+            answerUpstream(MdTrq.endAck(scan.startAck(), REFUSED_RESULT), traced, temp, inputGate, REFUSED_RESULT);
             return;
         }
         ObjectNode md = found == MdTrq.FOUND ? parsedMd() : found == MdTrq.UNSURE ? parseMd(buf) : null;
-        if (md != null) answerUpstream(md, kw.get(Kw.TEMP), inputGate, REFUSED_RESULT);
+        if (md != null) answerUpstream(md, temp, inputGate, REFUSED_RESULT);
     }
 
     /** The metadata the last scan found, parsed alone; null if Jackson does not take it (it then has no ack). */

@@ -456,6 +456,93 @@ class RelayTest {
         rt.run(() -> assertEquals(2, out.stored.get(1).path("id").asInt()));
     }
 
+    /**
+     * The frames of one read ({@link Kw#MESSAGES}): each message's bytes behind a 4-byte header, as C_PROT_TCP4H hands
+     * them up, in a buffer whose reader index is not 0.
+     */
+    private void receiveMessages(String... messages) {
+        rt.run(() -> {
+            ByteBuf all = Unpooled.buffer().writeBytes("xx".getBytes(StandardCharsets.US_ASCII));
+            all.skipBytes(2);
+            int[] ranges = new int[messages.length * 2];
+            for (int i = 0; i < messages.length; i++) {
+                byte[] m = messages[i].getBytes(StandardCharsets.UTF_8);
+                all.writeInt(m.length + 4);
+                ranges[2 * i] = all.writerIndex() - all.readerIndex();
+                all.writeBytes(m);
+                ranges[2 * i + 1] = all.writerIndex() - all.readerIndex();
+            }
+            ObjectNode kw = Kw.withGbuffer(all);
+            Kw.putRef(kw, Kw.MESSAGES, ranges);
+            kw.putObject(Kw.TEMP).put("channel", "in-1");
+            rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
+        });
+    }
+
+    private static String withMd(int rowid) {
+        return "{\"id\": \"msg-" + rowid + "\", \"__md_trq__\": {\"__msg_rowid__\": " + rowid
+                + ", \"__msg_t__\": 9, \"k\": \"v w\"}}";
+    }
+
+    @Test
+    void shouldForwardEachMessageOfAReadAsIfItCameAloneAndAckEachWhenTold() {
+        assertTrue(Relay.SPEC.takesMessageBatches());
+        start("C_SOME_TOKEN_OUTPUT");
+        receiveMessages(withMd(1), "not json", "{\"plain\":true}", withMd(2));
+        FakeDurableOutput out = output();
+        assertEquals(3, rt.call(() -> out.stored.size()), "the message that is not JSON is not forwarded");
+        assertEquals(1, stats().get("bad_json").asInt());
+        assertEquals(4, stats().get("rxMsgs").asInt());
+        assertEquals(1, count("Message is not a JSON object"), logs.toString());
+        rt.run(() -> {
+            assertEquals("{\"id\":\"msg-1\"}",
+                    Kw.gbuffer(out.stored.get(0)).toString(StandardCharsets.UTF_8), "the record, without its metadata");
+            assertEquals("{\"plain\":true}", Kw.gbuffer(out.stored.get(1)).toString(StandardCharsets.UTF_8));
+            assertEquals("{\"id\":\"msg-2\"}", Kw.gbuffer(out.stored.get(2)).toString(StandardCharsets.UTF_8));
+        });
+        List<Long> tokens = rt.call(() -> new ArrayList<>(out.tokens));
+        assertEquals(2, tokens.size(), "a token for each message with metadata");
+        assertTrue(ackPayloads().isEmpty(), "no ack before durability");
+        rt.run(() -> out.confirmTokens(tokens, 0));
+        assertEquals(List.of(ackOf(1, 0), ackOf(2, 0)), ackPayloads());
+    }
+
+    @Test
+    void shouldForwardEachMessageOfAReadToAPlainGateInASliceOfItsOwnAndAckEach() {
+        start("C_IOGATE");
+        receiveMessages(withMd(1), withMd(2), withMd(3));
+        List<ObjectNode> sent = rt.call(() -> ((FakeGate) rt.service("out").behavior()).sent);
+        assertEquals(List.of(withMd(1), withMd(2), withMd(3)),
+                sent.stream().map(o -> o.get("payload").asText()).toList());
+        assertEquals(List.of(ackOf(1, 0), ackOf(2, 0), ackOf(3, 0)), ackPayloads());
+    }
+
+    @Test
+    void shouldNackEachMessageOfAReadWhenTheOutputIsMissingOrRefuses() {
+        start("C_SOME_TOKEN_OUTPUT");
+        rt.run(() -> output().refuseAfter = 1);
+        receiveMessages(withMd(1), withMd(2), withMd(3));
+        assertEquals(List.of(ackOf(2, -1), ackOf(3, -1)), ackPayloads(), "each refused message is nacked alone");
+        rt.gclassesGone(List.of("C_SOME_TOKEN_OUTPUT"));
+        clock.advance(GRACE_MS);
+        receiveMessages(withMd(4), withMd(5));
+        assertEquals(List.of(ackOf(2, -1), ackOf(3, -1), ackOf(4, -1), ackOf(5, -1)), ackPayloads());
+    }
+
+    @Test
+    void shouldRefuseMessagesWhoseRangesAreOutsideTheirBuffer() {
+        start("C_SOME_TOKEN_OUTPUT");
+        rt.run(() -> {
+            ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("{\"a\":1}", StandardCharsets.UTF_8));
+            Kw.putRef(kw, Kw.MESSAGES, new int[] {0, 7, 7, 90});
+            kw.putObject(Kw.TEMP).put("channel", "in-1");
+            rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
+        });
+        assertEquals(0, rt.call(() -> output().stored.size()));
+        assertEquals(1, count("Messages refused: a range is outside it"), logs.toString());
+        assertEquals(2, stats().get("bad_json").asInt());
+    }
+
     @Test
     void shouldForwardABatchToAPlainGateMessageByMessageAndAckEachAtOnce() {
         start("C_IOGATE");

@@ -49,6 +49,12 @@ import java.util.List;
  * credits them back with EV_RESUME_INPUT; the frame that reaches either limit carries {@code is_blocked: true},
  * the rest of the read stays here and the bottom stops reading (EV_PAUSE_INPUT), so TCP backpressure reaches the
  * sender.
+ *
+ * <p>Message batches up: the complete frames at the front of a read go up in one EV_ON_MESSAGE ({@link Kw#MESSAGES},
+ * their payloads' ranges in one slice of the read) when every gobj above takes message batches, no input threshold
+ * is set and traffic is not traced; else each frame goes up alone. A read of a busy producer holds hundreds of small
+ * frames, and each one's event through the channel and the gate, its slice and its kw cost as much as the relay's
+ * work on it.
  */
 public final class ProtTcp4h implements GObjBehavior {
     public static final String GCLASS = GClassNames.C_PROT_TCP4H;
@@ -144,6 +150,8 @@ public final class ProtTcp4h implements GObjBehavior {
 
     /** Payloads up to this size are copied behind their header (one buffer); larger ones are composed. */
     private static final int COPY_LIMIT = 2048;
+    /** The most frames one message batch up carries: a relay answers a batch's acks in one pass of its own. */
+    static final int MAX_BATCH_MESSAGES = 1024;
 
     // --- Private data ---
 
@@ -169,6 +177,10 @@ public final class ProtTcp4h implements GObjBehavior {
     private boolean anyFrame;
     /** When the header guard ({@code timeout_header}) started counting (the yuno's clock, ms), -1 when it does not run. */
     private long headerGuardSinceMs = -1;
+    /** The payloads' ranges of the frames {@link #completeFrames} found, then copied into the batch's kw. */
+    private final int[] batchRanges = new int[2 * MAX_BATCH_MESSAGES];
+    /** The bytes of the frames {@link #completeFrames} found, headers included. */
+    private int batchBytes;
 
     ProtTcp4h(GObj gobj) {
         this.gobj = gobj;
@@ -551,6 +563,7 @@ public final class ProtTcp4h implements GObjBehavior {
      */
     private void process(ByteBuf buf) {
         if (!payloadTimerArmed) clearTimer();   // a payload timer left armed finds out by itself when it fires
+        boolean batches = true;   // until the gobjs above are asked, or they said no
         try {
             for (;;) {
                 if (inputBlocked()) {
@@ -561,6 +574,14 @@ public final class ProtTcp4h implements GObjBehavior {
                     gobj.changeState(ST_WAIT_FRAME_HEADER);
                     headerGuardSinceMs = -1; // we stopped reading: the peer is not late
                     return;
+                }
+                if (batches && !framer.hasPartial()) {
+                    int count = completeFrames(buf);
+                    if (count >= 2 && (batches = batchable())) {
+                        deliverBatch(buf, count);
+                        if (gobj.isDestroyed() || gobj.inState(St.ST_DISCONNECTED)) return;
+                        continue;
+                    }
                 }
                 ByteBuf frame = framer.decode(alloc, buf, gobj.readLong(MAX_PKT_SIZE));
                 if (frame == null) {
@@ -611,6 +632,46 @@ public final class ProtTcp4h implements GObjBehavior {
         while (!inputBlocked() && !held.isEmpty() && !gobj.inState(St.ST_DISCONNECTED)) {
             process(held.poll());
         }
+    }
+
+    /**
+     * The complete frames at the front of {@code buf} (not consumed), at most {@link #MAX_BATCH_MESSAGES}: their
+     * payloads' ranges from the reader index in {@link #batchRanges} and their bytes in {@link #batchBytes}. Stops
+     * before a header the framer refuses (it says why when it reaches it) and before a frame not all read.
+     */
+    private int completeFrames(ByteBuf buf) {
+        int base = buf.readerIndex();
+        int end = buf.writerIndex();
+        long limit = Tcp4hFramer.limit(gobj.readLong(MAX_PKT_SIZE));
+        int at = base;
+        int count = 0;
+        while (count < MAX_BATCH_MESSAGES && end - at >= Tcp4hFramer.HEADER_SIZE) {
+            long length = buf.getInt(at) & 0xFFFFFFFFL;
+            long payload = length - Tcp4hFramer.HEADER_SIZE;
+            if (payload <= 0 || payload > limit || payload > end - at - Tcp4hFramer.HEADER_SIZE) break;
+            batchRanges[2 * count] = at + Tcp4hFramer.HEADER_SIZE - base;
+            batchRanges[2 * count + 1] = (int) (at + length - base);
+            count++;
+            at += (int) length;
+        }
+        batchBytes = at - base;
+        return count;
+    }
+
+    /** Frames may go up as one batch: nothing counts them one by one, and every gobj above takes it. */
+    private boolean batchable() {
+        return gobj.readLong(INPUT_THRESHOLD_MSGS) <= 0 && gobj.readLong(INPUT_THRESHOLD_BYTES) <= 0
+                && !gobj.isTraced(TRACE_TRAFFIC) && Batches.messageBatchesTakenAbove(gobj);
+    }
+
+    /** The {@code count} frames {@link #completeFrames} found, up in one EV_ON_MESSAGE ({@link Kw#MESSAGES}). */
+    private void deliverBatch(ByteBuf buf, int count) {
+        anyFrame = true;
+        headerGuardSinceMs = -1;
+        ByteBuf frames = buf.readRetainedSlice(batchBytes);
+        ObjectNode kw = Kw.withGbuffer(frames);
+        Kw.putRef(kw, Kw.MESSAGES, java.util.Arrays.copyOf(batchRanges, 2 * count));
+        gobj.publish(Ev.EV_ON_MESSAGE, kw);
     }
 
     private void deliver(ByteBuf frame) {

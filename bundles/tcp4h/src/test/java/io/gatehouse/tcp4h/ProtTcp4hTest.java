@@ -65,12 +65,18 @@ class ProtTcp4hTest {
 
     /** C_RECORDER "up" over C_PROT_TCP4H "p" over C_FAKE_SOCKET "s", with the kw entries given to p and s. */
     private void start(String tcp4hKw, String socketKw) {
+        start(Recorder.GCLASS, tcp4hKw, socketKw);
+    }
+
+    /** {@link #start(String, String)} with "up" of gclass {@code upper} (C_RECORDER, or one that takes message batches). */
+    private void start(String upper, String tcp4hKw, String socketKw) {
         logs = new LogCapture();
-        String cfg = "{\"services\":[{\"name\":\"up\",\"gclass\":\"C_RECORDER\",\"children\":["
+        String cfg = "{\"services\":[{\"name\":\"up\",\"gclass\":\"" + upper + "\",\"children\":["
                 + "{\"name\":\"p\",\"gclass\":\"C_PROT_TCP4H\",\"kw\":{" + (tcp4hKw == null ? "" : tcp4hKw) + "},\"children\":["
                 + "{\"name\":\"s\",\"gclass\":\"C_FAKE_SOCKET\",\"kw\":{" + (socketKw == null ? "" : socketKw) + "}}]}]}]}";
         rt = YunoRuntime.builder().name("tcp4h").clock(clock)
-                .gclass(new ProtTcp4hGClass().spec(), FakeSocket.SPEC, Recorder.SPEC).config(cfg).build().start();
+                .gclass(new ProtTcp4hGClass().spec(), FakeSocket.SPEC, Recorder.SPEC, Recorder.SPEC_MESSAGE_BATCHES)
+                .config(cfg).build().start();
         up = (Recorder) rt.service("up").behavior();
         p = rt.call(() -> rt.service("up").child("p"));
         sock = (FakeSocket) rt.call(() -> p.bottom().behavior());
@@ -411,6 +417,84 @@ class ProtTcp4hTest {
         assertArrayEquals(new int[] {0, 11, 11, 24, 24, 30}, ranges, "the frames' ranges, for the transport's counters");
         assertEquals(3, tx.get(0).messages);
         assertEquals(0, all.refCnt(), "the batch's buffer is released once copied into frames");
+    }
+
+    // --- Message batches up ---
+
+    /** The messages of each EV_ON_MESSAGE, one list per event. */
+    private List<List<String>> messagesPerEvent() {
+        return up.events(Ev.EV_ON_MESSAGE).stream().map(Recorder.Event::messageTexts).toList();
+    }
+
+    @Test
+    void shouldSendTheCompleteFramesOfOneReadUpAsOneBatchWhenTheGobjAboveTakesThem() {
+        start(Recorder.GCLASS_MESSAGE_BATCHES, null, null);
+        connect();
+        byte[] d = Tcp4hFrames.of("{\"d\":4}");
+        // three complete frames and all of a fourth but its last two bytes, in one read
+        int cut = d.length - 2;
+        read(concat(Tcp4hFrames.of("{\"a\":1}"), Tcp4hFrames.of("{\"b\":2}"), Tcp4hFrames.of("{\"c\":3}"),
+                Arrays.copyOf(d, cut)));
+        assertEquals(List.of(List.of("{\"a\":1}", "{\"b\":2}", "{\"c\":3}")), messagesPerEvent());
+        assertEquals(WP, state(), "the fourth frame's payload is under way");
+        // the rest of the fourth, then two more: the gathered one goes alone, the two complete ones together
+        read(concat(Arrays.copyOfRange(d, cut, d.length), Tcp4hFrames.of("{\"e\":5}"), Tcp4hFrames.of("{\"f\":6}")));
+        assertEquals(List.of(List.of("{\"a\":1}", "{\"b\":2}", "{\"c\":3}"), List.of("{\"d\":4}"),
+                List.of("{\"e\":5}", "{\"f\":6}")), messagesPerEvent());
+        assertEquals(WFH, state());
+        // one frame alone in a read goes alone
+        read("{\"g\":7}");
+        assertEquals(List.of("{\"g\":7}"), messagesPerEvent().get(3));
+        assertNull(up.events(Ev.EV_ON_MESSAGE).get(3).messageRanges);
+    }
+
+    @Test
+    void shouldSendAtMostMaxBatchMessagesInOneBatch() {
+        start(Recorder.GCLASS_MESSAGE_BATCHES, null, null);
+        connect();
+        int n = ProtTcp4h.MAX_BATCH_MESSAGES + 5;
+        byte[][] frames = new byte[n][];
+        for (int i = 0; i < n; i++) frames[i] = Tcp4hFrames.of("{\"i\":" + i + "}");
+        read(concat(frames));
+        List<List<String>> got = messagesPerEvent();
+        assertEquals(2, got.size());
+        assertEquals(ProtTcp4h.MAX_BATCH_MESSAGES, got.get(0).size());
+        assertEquals(5, got.get(1).size());
+        assertEquals("{\"i\":" + (n - 1) + "}", got.get(1).get(4));
+        assertEquals("{\"i\":0}", got.get(0).get(0));
+    }
+
+    @Test
+    void shouldSendTheFramesBeforeABadHeaderUpAndThenCloseWithTheError() {
+        start(Recorder.GCLASS_MESSAGE_BATCHES, "\"max_pkt_size\":10", null);
+        connect();
+        read(concat(Tcp4hFrames.of("{\"a\":1}"), Tcp4hFrames.of("0123456789"), new byte[] {0, 0, 0, 15, 'x'}));
+        assertEquals(List.of(List.of("{\"a\":1}", "0123456789")), messagesPerEvent(),
+                "the frames before the bad header are not lost");
+        assertEquals(1, logs.count("tcp4h head too long"));
+        assertEquals(St.ST_DISCONNECTED, state());
+        settle();
+        connect();
+        read(concat(Tcp4hFrames.of("{\"b\":2}"), new byte[] {0, 0, 0, 4}));
+        assertEquals(List.of("{\"b\":2}"), messagesPerEvent().get(1));
+        assertEquals(1, logs.count("frame_length cannot be 0"), "a zero-length frame after a good one");
+    }
+
+    @Test
+    void shouldSendEachFrameAloneWhenAnInputThresholdCountsThem() {
+        start(Recorder.GCLASS_MESSAGE_BATCHES, "\"input_threshold_msgs\":100", null);
+        connect();
+        read(concat(Tcp4hFrames.of("{\"a\":1}"), Tcp4hFrames.of("{\"b\":2}"), Tcp4hFrames.of("{\"c\":3}")));
+        assertEquals(List.of(List.of("{\"a\":1}"), List.of("{\"b\":2}"), List.of("{\"c\":3}")), messagesPerEvent());
+    }
+
+    @Test
+    void shouldSendEachFrameAloneToAGobjThatDoesNotTakeMessageBatches() {
+        start();
+        connect();
+        read(concat(Tcp4hFrames.of("{\"a\":1}"), Tcp4hFrames.of("{\"b\":2}")));
+        assertEquals(List.of(List.of("{\"a\":1}"), List.of("{\"b\":2}")), messagesPerEvent());
+        assertNull(up.events(Ev.EV_ON_MESSAGE).get(0).messageRanges);
     }
 
     @Test
