@@ -17,6 +17,7 @@ import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
 import io.gatehouse.api.Param;
 import io.gatehouse.api.St;
+import io.gatehouse.support.Batches;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.Glog;
 import io.gatehouse.support.InputGates;
@@ -92,6 +93,7 @@ public final class Sink implements GObjBehavior {
             .command("reset-ids", "Forget the ids seen and zero the counters", Sink::cmdResetIds)
             .traceLevel(TRACE_MESSAGES, "Trace every message received, with its id, and every ack and echo sent")
             .subscriptionModel(GClassSpec.SubscriptionModel.SERVICE)
+            .takesMessageBatches()
             .stateVersion(STATE_VERSION)
             .factory(Sink::new)
             .build();
@@ -207,6 +209,8 @@ public final class Sink implements GObjBehavior {
     }
 
     private int acOnMessage(String ev, ObjectNode kw, GObj src) {
+        int[] messages = Batches.messageRangesOf(kw);
+        if (messages != null) return onMessages(ev, kw, messages, src);
         gobj.inc(RX_MSGS);
         ByteBuf buf = Kw.gbuffer(kw);
         if (buf != null && !gobj.isTraced(TRACE_MESSAGES) && fromBytes(buf, kw.get(Kw.TEMP), src)) {
@@ -233,6 +237,31 @@ public final class Sink implements GObjBehavior {
         echo(kw, buf, src);
         Kw.release(kw);
         return 0;
+    }
+
+    /**
+     * The messages one read completed ({@link Kw#MESSAGES}), each taken as if it had come alone (its own slice, the
+     * read's {@code __temp__}): counted, acked and echoed one by one.
+     */
+    private int onMessages(String ev, ObjectNode kw, int[] ranges, GObj src) {
+        ByteBuf all = Kw.takeGbuffer(kw);
+        if (all == null) return -1;
+        try {
+            JsonNode temp = kw.get(Kw.TEMP);
+            int base = all.readerIndex();
+            for (int i = 0; i + 1 < ranges.length; i += 2) {
+                if (ranges[i] < 0 || ranges[i] >= ranges[i + 1] || ranges[i + 1] > all.readableBytes()) {
+                    gobj.add(BAD_JSON, (ranges.length - i) / 2);   // no bytes to read: not JSON either
+                    return -1;
+                }
+                ObjectNode one = Kw.withGbuffer(all.retainedSlice(base + ranges[i], ranges[i + 1] - ranges[i]));
+                if (temp != null) one.set(Kw.TEMP, temp);
+                acOnMessage(ev, one, src);
+            }
+            return 0;
+        } finally {
+            all.release();
+        }
     }
 
     /**

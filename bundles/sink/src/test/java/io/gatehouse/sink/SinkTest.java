@@ -106,6 +106,34 @@ class SinkTest {
     }
 
     @Test
+    void shouldTakeTheMessagesOfOneReadOneByOne() {
+        String[] texts = {"{\"id\": \"msg-0\", \"__md_trq__\": {\"__msg_rowid__\": 1, \"__msg_t__\": 2}}",
+                "garbage", "{\"id\": \"msg-1\"}", "{\"id\": \"msg-1\"}"};
+        rt.run(() -> {
+            io.netty.buffer.ByteBuf all = Unpooled.buffer().writeZero(5).skipBytes(5);
+            int[] ranges = new int[2 * texts.length];
+            for (int i = 0; i < texts.length; i++) {
+                all.writeInt(texts[i].length() + 4);
+                ranges[2 * i] = all.readableBytes();
+                all.writeCharSequence(texts[i], StandardCharsets.UTF_8);
+                ranges[2 * i + 1] = all.readableBytes();
+            }
+            ObjectNode kw = Kw.withGbuffer(all);
+            Kw.putRef(kw, Kw.MESSAGES, ranges);
+            rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
+        });
+        List<String> sent = sentBack();
+        assertEquals(List.of("{\"__md_trq__\":{\"__msg_rowid__\":1,\"__msg_t__\":2,\"result\":0}}", texts[0], texts[1],
+                texts[2], texts[3]), sent, "the ack, then each message echoed, in order");
+        ObjectNode st = stats();
+        assertEquals(4, st.get("rxMsgs").asInt());
+        assertEquals(2, st.get("distinct_ids").asInt());
+        assertEquals(1, st.get("duplicates").asInt());
+        assertEquals(1, st.get("bad_json").asInt());
+        assertEquals(1, st.get("acks_sent").asInt());
+    }
+
+    @Test
     void shouldForgetIdsAndZeroCountersOnResetIds() {
         receive("{\"id\": \"msg-1\"}");
         receive("{\"id\": \"msg-1\"}");
