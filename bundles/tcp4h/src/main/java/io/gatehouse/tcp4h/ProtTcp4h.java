@@ -150,7 +150,7 @@ public final class ProtTcp4h implements GObjBehavior {
 
     /** Payloads up to this size are copied behind their header (one buffer); larger ones are composed. */
     private static final int COPY_LIMIT = 2048;
-    /** The most frames one message batch up carries: a relay answers a batch's acks in one pass of its own. */
+    /** The most frames one message batch up carries: a bound on what one event asks of the gobjs above. */
     static final int MAX_BATCH_MESSAGES = 1024;
 
     // --- Private data ---
@@ -177,8 +177,6 @@ public final class ProtTcp4h implements GObjBehavior {
     private boolean anyFrame;
     /** When the header guard ({@code timeout_header}) started counting (the yuno's clock, ms), -1 when it does not run. */
     private long headerGuardSinceMs = -1;
-    /** The payloads' ranges of the frames {@link #completeFrames} found, then copied into the batch's kw. */
-    private final int[] batchRanges = new int[2 * MAX_BATCH_MESSAGES];
     /** The bytes of the frames {@link #completeFrames} found, headers included. */
     private int batchBytes;
 
@@ -635,9 +633,10 @@ public final class ProtTcp4h implements GObjBehavior {
     }
 
     /**
-     * The complete frames at the front of {@code buf} (not consumed), at most {@link #MAX_BATCH_MESSAGES}: their
-     * payloads' ranges from the reader index in {@link #batchRanges} and their bytes in {@link #batchBytes}. Stops
-     * before a header the framer refuses (it says why when it reaches it) and before a frame not all read.
+     * How many complete frames are at the front of {@code buf} (not consumed), at most {@link #MAX_BATCH_MESSAGES};
+     * their bytes in {@link #batchBytes}. Stops before a header the framer refuses (it says why when it reaches it)
+     * and before a frame not all read. Only the headers are read; no scratch is kept per connection, as ten thousand
+     * idle devices may each hold one.
      */
     private int completeFrames(ByteBuf buf) {
         int base = buf.readerIndex();
@@ -649,8 +648,6 @@ public final class ProtTcp4h implements GObjBehavior {
             long length = buf.getInt(at) & 0xFFFFFFFFL;
             long payload = length - Tcp4hFramer.HEADER_SIZE;
             if (payload <= 0 || payload > limit || payload > end - at - Tcp4hFramer.HEADER_SIZE) break;
-            batchRanges[2 * count] = at + Tcp4hFramer.HEADER_SIZE - base;
-            batchRanges[2 * count + 1] = (int) (at + length - base);
             count++;
             at += (int) length;
         }
@@ -664,13 +661,24 @@ public final class ProtTcp4h implements GObjBehavior {
                 && !gobj.isTraced(TRACE_TRAFFIC) && Batches.messageBatchesTakenAbove(gobj);
     }
 
-    /** The {@code count} frames {@link #completeFrames} found, up in one EV_ON_MESSAGE ({@link Kw#MESSAGES}). */
+    /**
+     * The {@code count} frames {@link #completeFrames} found, up in one EV_ON_MESSAGE ({@link Kw#MESSAGES}: their
+     * payloads' ranges, from the slice's start).
+     */
     private void deliverBatch(ByteBuf buf, int count) {
         anyFrame = true;
         headerGuardSinceMs = -1;
-        ByteBuf frames = buf.readRetainedSlice(batchBytes);
-        ObjectNode kw = Kw.withGbuffer(frames);
-        Kw.putRef(kw, Kw.MESSAGES, java.util.Arrays.copyOf(batchRanges, 2 * count));
+        int[] ranges = new int[2 * count];
+        int base = buf.readerIndex();
+        int at = base;
+        for (int i = 0; i < count; i++) {
+            int length = buf.getInt(at);
+            ranges[2 * i] = at + Tcp4hFramer.HEADER_SIZE - base;
+            ranges[2 * i + 1] = at + length - base;
+            at += length;
+        }
+        ObjectNode kw = Kw.withGbuffer(buf.readRetainedSlice(batchBytes));
+        Kw.putRef(kw, Kw.MESSAGES, ranges);
         gobj.publish(Ev.EV_ON_MESSAGE, kw);
     }
 
