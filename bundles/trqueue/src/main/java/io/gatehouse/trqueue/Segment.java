@@ -9,10 +9,9 @@ import java.util.Arrays;
 
 /**
  * One segment file: a 64-byte header, then 8-byte aligned frames. The whole file is mapped so that an ack (a
- * 2-byte flag store), a content read and an append (one copy of the frame) cost no system call. Where frames are
- * stored through the mapping, the file space under it is allocated ahead of the write position with real writes
- * ({@link FileOps#allocate}), so a full disk is an IOException at allocation time and never a fault on a mapped
- * page; a staging topic's frames reach the file with positional writes, which fail the same way.
+ * 2-byte flag store), a content read and an append (one copy of the frame) cost no system call. The file space
+ * under the mapping is allocated ahead of the write position with real writes ({@link FileOps#allocate}), so a
+ * full disk is an IOException at allocation time and never a fault on a mapped page.
  */
 final class Segment {
     static final int MAGIC = 0x47545251; // "GTRQ"
@@ -47,9 +46,15 @@ final class Segment {
     long end = HEADER;
     /**
      * Bytes [0, allocated) of the file have real blocks (written by this open: header, frames, zeros of
-     * {@link FileOps#allocate}), so stores through the mapping below it cannot fault. Raised by the owner only.
+     * {@link FileOps#allocate}); never more than what is known, so stores below it cannot fault. Raised under
+     * {@link #allocLock} by the owner or by the flusher allocating ahead ({@link Topic#allocateAhead}); read
+     * without it.
      */
     volatile long allocated;
+    /** Taken by whoever writes zeros at {@link #allocated}: the owner, or the flusher allocating ahead. */
+    final Object allocLock = new Object();
+    /** A live upgrade took the segment's state: this revision's flusher allocates nothing more (under the lock). */
+    boolean allocationHandedOver;
     /** Set when the file could not be opened or read; its rows are unknown until a later load reads it. */
     String unreadable;
     /**

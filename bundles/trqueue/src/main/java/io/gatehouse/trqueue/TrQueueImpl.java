@@ -407,6 +407,7 @@ final class TrQueueImpl implements TrQueue {
             io.netty.util.concurrent.EventExecutor loop = ownerLoop;
             if (loop != null && loop.inEventLoop()) {
                 tp.startStaging();
+                tp.allocateAheadWith(factory::flushNow);
             }
         }
         long rowid;
