@@ -81,6 +81,18 @@ class StagedWritesTest {
         return loop.submit(c).get(20, TimeUnit.SECONDS);
     }
 
+    /** Appends messages of 300 bytes numbered from {@code next[0]} on the loop until one is refused; how many were taken. */
+    int appendUntilRefused(TrQueue q, int[] next) throws Exception {
+        return onLoop(() -> {
+            int n = 0;
+            while (q.append(0, msg(next[0], 300), 0) != null) {
+                next[0]++;
+                assertTrue(++n < 100_000, "refused by now");
+            }
+            return n;
+        });
+    }
+
     static ObjectNode msg(int i, int pad) {
         ObjectNode kw = Kw.create();
         kw.put("id", "m-" + i);
@@ -228,14 +240,7 @@ class StagedWritesTest {
 
         // nobody can: the appends past the allocated space are refused, and taken again once there is space
         ops.fail((op, p) -> op.equals("allocate"), "No space left on device");
-        int stored = onLoop(() -> {
-            int n = 0;
-            while (q.append(0, msg(next[0], 300), 0) != null) {
-                next[0]++;
-                assertTrue(++n < 100_000, "an allocation was needed by now");
-            }
-            return n;
-        });
+        int stored = appendUntilRefused(q, next);
         assertTrue(stored < (Topic.ALLOC_AHEAD * 2 + Topic.ALLOC_CHUNK) / 300, "refused at the end of the space: " + stored);
         assertEquals(1, log.count("Cannot append record, write FAILED"));
         ops.heal();
@@ -283,14 +288,7 @@ class StagedWritesTest {
             }
             // the frames go into the space allocated ahead (the flusher's next allocation fails, silently), then the
             // owner's own allocation fails: the append is refused and said once, never a fault
-            int stored = onLoop(() -> {
-                int n = 0;
-                while (q.append(0, msg(next[0], 300), 0) != null) {
-                    next[0]++;
-                    assertTrue(++n < 100_000, "refused by now");
-                }
-                return n;
-            });
+            int stored = appendUntilRefused(q, next);
             assertTrue(stored > 0 && stored < (2 * Topic.ALLOC_AHEAD + Topic.ALLOC_CHUNK) / 300,
                     "refused at the end of the space allocated ahead: " + stored);
             assertEquals(1, log.count("Cannot append record, write FAILED"));
