@@ -8,16 +8,11 @@ import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.FileOutputStream;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -121,24 +116,14 @@ class SpaceReservationTest {
     /** Root only: a real 12 MiB tmpfs, filled by another writer while the queue is open. */
     @Test
     void shouldAnswerNullNotFaultWhenAnotherWriterFillsTheFileSystem() throws Exception {
-        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a tmpfs");
-        Path fs = Files.createDirectories(dir.resolve("small"));
-        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", fs.toString())
-                .redirectErrorStream(true).start();
-        Assumptions.assumeTrue(mount.waitFor(20, TimeUnit.SECONDS) && mount.exitValue() == 0, "cannot mount a tmpfs");
         TrQueueFactoryImpl real = new TrQueueFactoryImpl();
-        try {
+        try (SmallTmpfs small = SmallTmpfs.mount(dir, "12m"); real) {
+            Path fs = small.dir;
             TrQueueOptions opts = TrQueueOptions.defaults().withSegmentSize(4 << 20).withMaxMessageSize(2048);
             TrQueue q = real.open(fs, "db", "T", "", 0, 0, opts);
             int stored = 0;
             for (; stored < 50; stored++) assertNotNull(q.append(0, msg(stored), 0));
-            Path ballast = fs.resolve("ballast");
-            try (FileOutputStream f = new FileOutputStream(ballast.toFile())) {
-                byte[] b = new byte[64 << 10];
-                while (true) f.write(b);
-            } catch (IOException full) {
-                // the file system is full
-            }
+            small.fill();
             // the frames keep going into the space allocated ahead (2 MiB of the 4 MiB segment), then the
             // allocation of the next chunk fails and the append is refused (never a fault)
             int refused = 0;
@@ -150,7 +135,7 @@ class SpaceReservationTest {
             assertTrue(stored > 1000 && stored < 2100, "the space allocated ahead was used: " + stored);
             assertEquals(1, writeFailed());
             assertEquals("no space", reasonOfFirstFailure());
-            Files.delete(ballast);
+            small.giveBack();
             for (int i = 0; i < 10; i++) assertNotNull(q.append(0, msg(stored++), 0), "space is back");
             q.close();
             q = real.open(fs, "db", "T", "", 0, 0, opts);
@@ -158,9 +143,6 @@ class SpaceReservationTest {
             assertEquals(stored, q.size());
             for (int r = 1; r <= stored; r++) assertEquals(r - 1, q.msgJson(q.getByRowid(r)).get("id").asInt());
             q.close();
-        } finally {
-            real.close();
-            new ProcessBuilder("umount", "-l", fs.toString()).redirectErrorStream(true).start().waitFor(20, TimeUnit.SECONDS);
         }
     }
 }

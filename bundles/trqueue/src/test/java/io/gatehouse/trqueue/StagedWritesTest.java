@@ -260,14 +260,9 @@ class StagedWritesTest {
      */
     @Test
     void shouldRefuseStagedAppendsCleanlyOnARealFullFileSystemAndTakeThemOnceThereIsSpace() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a tmpfs");
-        Path fs = Files.createDirectories(dir.resolve("small"));
-        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", fs.toString())
-                .redirectErrorStream(true).start();
-        org.junit.jupiter.api.Assumptions.assumeTrue(mount.waitFor(20, TimeUnit.SECONDS) && mount.exitValue() == 0,
-                "cannot mount a tmpfs");
         TrQueueFactoryImpl real = new TrQueueFactoryImpl();
-        try {
+        try (SmallTmpfs small = SmallTmpfs.mount(dir, "24m"); real) {
+            Path fs = small.dir;
             TrQueueOptions opts = TrQueueOptions.defaults().withSegmentSize(8 << 20).withMaxMessageSize(2048)
                     .withFsyncIntervalMs(3_600_000);
             TrQueue q = real.open(fs, "db", "T", "", 0, 0, opts);
@@ -279,13 +274,7 @@ class StagedWritesTest {
             });
             q.sync();
             assertEquals(50, q.durableRowid());
-            Path ballast = fs.resolve("ballast");
-            try (java.io.FileOutputStream f = new java.io.FileOutputStream(ballast.toFile())) {
-                byte[] b = new byte[64 << 10];
-                while (true) f.write(b);
-            } catch (IOException full) {
-                // the file system is full
-            }
+            small.fill();
             // the frames go into the space allocated ahead (the flusher's next allocation fails, silently), then the
             // owner's own allocation fails: the append is refused and said once, never a fault
             int stored = appendUntilRefused(q, next);
@@ -296,7 +285,7 @@ class StagedWritesTest {
             assertEquals(next[0], q.durableRowid(), "every row taken had its space: it is in the file");
             assertEquals(next[0], q.size(), "nothing appended is dropped");
 
-            Files.delete(ballast);
+            small.giveBack();
             onLoop(() -> {
                 for (int i = 0; i < 10; i++) assertNotNull(q.append(0, msg(next[0]++, 300), 0), "space is back");
                 return null;
@@ -308,9 +297,6 @@ class StagedWritesTest {
             assertEquals(0, again.load());
             assertEquals(range(0, next[0] - 1), ids(again));
             again.close();
-        } finally {
-            real.close();
-            new ProcessBuilder("umount", "-l", fs.toString()).redirectErrorStream(true).start().waitFor(20, TimeUnit.SECONDS);
         }
     }
 
