@@ -256,6 +256,22 @@ class MqIoGateTest {
     }
 
     @Test
+    void shouldSendToAChildCreatedOrNotToADestroyedOneOnceMessagesHaveFlowed() {
+        givenGate("{\"method\":\"broadcast\"}", "Q1", "Q2");
+        assertEquals(0, send("{\"id\":\"1\"}"));
+        rt.run(() -> gate().createChild("Q3", "C_QIOGATE", Kw.create().put("topic_name", "gate_events").put("tkey", "tm")));
+        assertEquals(0, send("{\"id\":\"2\"}"));
+        assertEquals(List.of("Q1", "Q2", "Q3"), fieldNames(stats()));
+        assertEquals(2, stats().get("Q1").get("msgs_in_queue").asInt());
+        assertEquals(1, stats().get("Q3").get("msgs_in_queue").asInt(), "the child created after the first message");
+        rt.run(() -> gate().child("Q2").destroy());
+        assertEquals(0, send("{\"id\":\"3\"}"));
+        assertEquals(List.of("Q1", "Q3"), fieldNames(stats()), "the destroyed child is not a destination");
+        assertEquals(3, stats().get("Q1").get("msgs_in_queue").asInt());
+        assertEquals(2, stats().get("Q3").get("msgs_in_queue").asInt());
+    }
+
+    @Test
     void shouldBroadcastTheFullGbufferToEveryChild() {
         givenGate("{\"method\":\"broadcast\"}", "Q1", "Q2", "Q3");
         openAll("Q1", "Q2", "Q3");
