@@ -186,6 +186,38 @@ class HttpIngestTest {
         awaitDelivered(before + 1 + 50 + 3 + 2000);
     }
 
+    /** Compresses {@code file} with Debian's gzip (a producer of gzip nobody here wrote) into {@code file.gz}. */
+    private Path gzipped(Path file) throws Exception {
+        Process p = new ProcessBuilder("gzip", "-k", "-f", file.toString()).redirectErrorStream(true).start();
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "gzip finished");
+        assertEquals(0, p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        return file.resolveSibling(file.getFileName() + ".gz");
+    }
+
+    @Test
+    void shouldTakeAGzipBodyAndRefuseOneThatInflatesPastTheLimit() throws Exception {
+        awaitOutputsDrained();
+        long before = delivered();
+        Path z = gzipped(ndjson("gzip.ndjson", 20_000, 500));
+        String ok = curl("-i", "-H", auth(), "-H", "Content-Encoding: gzip", "--data-binary", "@" + z.getFileName(), url("/ingest"));
+        assertEquals(200, status(ok), ok);
+        assertEquals(500, body(ok).get("accepted").asInt());
+        awaitDelivered(before + 500);
+
+        // 4 MiB of one JSON string: a few KiB compressed, four times max_body_size once decompressed
+        Files.writeString(work.resolve("bomb.ndjson"), "{\"id\":\"msg-29999\"}\n{\"pad\":\"" + "x".repeat(4 << 20) + "\"}\n");
+        Path bomb = gzipped(work.resolve("bomb.ndjson"));
+        assertTrue(Files.size(bomb) < 64 * 1024, "small on the wire: " + Files.size(bomb));
+        String refused = curl("-i", "-H", auth(), "-H", "Content-Encoding: gzip", "--data-binary", "@" + bomb.getFileName(),
+                url("/ingest"));
+        assertEquals(413, status(refused), refused);
+        assertEquals("body too large once decompressed", body(refused).get("error").asText(), refused);
+        String br = curl("-i", "-H", auth(), "-H", "Content-Encoding: br", "-d", "{}", url("/ingest"));
+        assertEquals(415, status(br), br);
+        Thread.sleep(300);
+        assertEquals(before + 500, delivered(), "nothing of the refused requests reached a sink");
+    }
+
     @Test
     void shouldAnswer4xxWithoutStoringAnything() throws Exception {
         awaitOutputsDrained();

@@ -21,6 +21,7 @@ import io.gatehouse.support.ProtocolBottom;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufInputStream;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.HttpContent;
@@ -39,12 +40,14 @@ import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayDeque;
 import java.util.BitSet;
 import java.util.Queue;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.zip.GZIPInputStream;
 
 /**
  * C_PROT_HTTP_SR: HTTP/1.1 ingest over a transport bottom (a clisrv C_TCP bound by C_TCP_S), under a C_CHANNEL.
@@ -208,6 +211,8 @@ public final class ProtHttpSr implements GObjBehavior {
         final boolean headMethod;
         /** A POST to the ingest path whose body is collected (false: the body is read and discarded). */
         boolean ingest;
+        /** Its body came with {@code Content-Encoding: gzip}: decompressed once complete. */
+        boolean gzip;
         ByteBuf body;
         long bodyBytes;
         boolean readDone;
@@ -633,9 +638,13 @@ public final class ProtHttpSr implements GObjBehavior {
                 return;
             }
             String encoding = r.headers().get(HttpHeaderNames.CONTENT_ENCODING);
-            if (encoding != null && !HttpHeaderValues.IDENTITY.contentEqualsIgnoreCase(encoding)) {
-                // a compressed body would only fail as bad JSON: say what is wrong instead
-                reject(q, HttpResponseStatus.UNSUPPORTED_MEDIA_TYPE, error("unsupported Content-Encoding: " + encoding),
+            String coding = encoding == null ? "identity" : encoding.trim();
+            if (coding.equalsIgnoreCase("gzip") || coding.equalsIgnoreCase("x-gzip")) {
+                q.gzip = true;
+            } else if (!coding.equalsIgnoreCase("identity")) {
+                // a body in another coding would only fail as bad JSON: say what is wrong instead
+                reject(q, HttpResponseStatus.UNSUPPORTED_MEDIA_TYPE,
+                        error("unsupported Content-Encoding: " + encoding + " (gzip and identity are taken)"),
                         expectContinue);
                 return;
             }
@@ -687,6 +696,10 @@ public final class ProtHttpSr implements GObjBehavior {
     private void ingest(Req q) {
         ByteBuf body = q.body;
         q.body = null;
+        if (q.gzip) {
+            body = gunzipped(q, body);
+            if (body == null) return;
+        }
         try {
             byte[] a = body.array();
             int off = body.arrayOffset() + body.readerIndex();
@@ -736,6 +749,44 @@ public final class ProtHttpSr implements GObjBehavior {
             }
         } finally {
             body.release();
+        }
+    }
+
+    /**
+     * The body a gzip request decompresses to (the compressed buffer is released), or null once the request is
+     * answered: 400 for bytes that are not gzip or end early, 413 when it would decompress to more than
+     * {@code max_body_size} (the limit is on what is stored, so a small body that inflates to gigabytes is stopped at
+     * the limit). Read whole, the connection is kept. Several members one after the other are one body, as gzip has it.
+     */
+    private ByteBuf gunzipped(Req q, ByteBuf compressed) {
+        long max = gobj.readLong(MAX_BODY_SIZE);
+        int compressedSize = compressed.readableBytes();
+        ByteBuf out = alloc.heapBuffer((int) Math.min(max, Math.max(256L, compressedSize * 4L)));
+        byte[] chunk = new byte[8192];
+        try (InputStream in = new GZIPInputStream(new ByteBufInputStream(compressed), chunk.length)) {
+            for (int r = in.read(chunk); r >= 0; r = in.read(chunk)) {
+                if (out.readableBytes() + (long) r > max) {
+                    ObjectNode e = error("body too large once decompressed");
+                    e.put("max_body_size", max);
+                    reject(q, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, e, false);
+                    Glog.info(gobj, "HTTP gzip body too large once decompressed", "peername", peername(),
+                            "compressed", compressedSize, "max_body_size", max);
+                    out.release();
+                    return null;
+                }
+                out.writeBytes(chunk, 0, r);
+            }
+            return out;
+        } catch (IOException e) {
+            // ZipException (not gzip, a bad block or checksum), EOFException (cut short, or empty)
+            ObjectNode err = error("bad gzip body");
+            err.put("detail", e instanceof java.io.EOFException ? "the gzip stream ends early"
+                    : e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName());
+            reject(q, HttpResponseStatus.BAD_REQUEST, err, false);
+            out.release();
+            return null;
+        } finally {
+            compressed.release();
         }
     }
 

@@ -695,14 +695,106 @@ class ProtHttpSrTest {
         assertEquals(0, rt.call(() -> tcp().drops), "4xx keep the connection");
     }
 
+    /** A request whose body is these bytes (sent as they are, whatever they hold). */
+    private static String postBytes(byte[] body, String headers) {
+        return "POST /ingest HTTP/1.1\r\nHost: t\r\n" + headers + "Content-Length: " + body.length + "\r\n\r\n"
+                + new String(body, StandardCharsets.ISO_8859_1);
+    }
+
+    private static byte[] gzip(String text) throws java.io.IOException {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream z = new java.util.zip.GZIPOutputStream(b)) {
+            z.write(text.getBytes(StandardCharsets.UTF_8));
+        }
+        return b.toByteArray();
+    }
+
     @Test
-    void shouldAnswer415ForACompressedBody() {
+    void shouldTakeAGzipBodyAsTheObjectsItDecompressesTo() throws Exception {
+        start("");
+        connect();
+        rx(postBytes(gzip("{\"id\":\"z-1\"}\n{\"id\":\"z-2\"}\n{\"id\":\"z-3\"}\n"), "Content-Encoding: gzip\r\n"));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire), wire);
+        assertEquals(3, lastBody(wire).get("accepted").asInt());
+        assertEquals("z-3", rt.call(() -> relay().messages.get(2).get("id").asText()));
+        // two members one after the other are one body; x-gzip is gzip; the coding's case does not matter
+        byte[] one = gzip("{\"id\":\"z-4\"}\n");
+        byte[] two = gzip("{\"id\":\"z-5\"}");
+        byte[] both = java.util.Arrays.copyOf(one, one.length + two.length);
+        System.arraycopy(two, 0, both, one.length, two.length);
+        rx(postBytes(both, "Content-Encoding: X-GZIP\r\n"));
+        assertEquals(2, lastBody(out()).get("accepted").asInt());
+        // chunked, the compressed bytes cut anywhere
+        byte[] z = gzip("{\"id\":\"z-6\"}\n{\"id\":\"z-7\"}");
+        int cut = z.length / 2;
+        rx("POST /ingest HTTP/1.1\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + Integer.toHexString(cut) + "\r\n" + new String(z, 0, cut, StandardCharsets.ISO_8859_1) + "\r\n");
+        assertEquals("", out());
+        rx(Integer.toHexString(z.length - cut) + "\r\n" + new String(z, cut, z.length - cut, StandardCharsets.ISO_8859_1)
+                + "\r\n0\r\n\r\n");
+        assertEquals(2, lastBody(out()).get("accepted").asInt());
+        assertEquals(7, rt.call(() -> relay().messages.size()));
+        assertEquals("z-7", rt.call(() -> relay().messages.get(6).get("id").asText()));
+    }
+
+    @Test
+    void shouldAnswer400ForAGzipBodyThatIsNotGzipOrIsCutShortAndKeepTheConnection() throws Exception {
         start("");
         connect();
         rx(post("/ingest", "not-really-gzip", "Content-Encoding: gzip\r\n"));
-        assertEquals(List.of(415), statuses(out()));
+        String wire = out();
+        assertEquals(List.of(400), statuses(wire));
+        assertEquals("bad gzip body", lastBody(wire).get("error").asText());
+        byte[] z = gzip("{\"id\":\"cut\"}\n{\"id\":\"short\"}");
+        rx(postBytes(java.util.Arrays.copyOf(z, z.length - 6), "Content-Encoding: gzip\r\n"));
+        wire = out();
+        assertEquals(List.of(400), statuses(wire), "the end of the stream and its checksum missing");
+        assertEquals("bad gzip body", lastBody(wire).get("error").asText());
+        assertEquals("the gzip stream ends early", lastBody(wire).get("detail").asText());
+        rx(postBytes(new byte[0], "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(400), statuses(out()), "an empty body is no gzip stream");
+        rx(postBytes(gzip("{\"id\":1}\n{\"id\":2,}"), "Content-Encoding: gzip\r\n"));
+        wire = out();
+        assertEquals(List.of(400), statuses(wire), "bad JSON inside good gzip");
+        assertEquals(2, lastBody(wire).get("line").asInt());
+        assertEquals(0, rt.call(() -> relay().messages.size()));
+        assertEquals(St.ST_IDLE, state(), "a bad body is not a bad connection");
+        rx(post("{\"id\":\"after\"}"));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
+    void shouldAnswer413WhenAGzipBodyDecompressesPastTheLimitAndStoreNothing() throws Exception {
+        start("\"max_body_size\": 1000");
+        connect();
+        byte[] bomb = gzip("{\"id\":\"small\"}\n{\"pad\":\"" + "x".repeat(200_000) + "\"}");
+        assertTrue(bomb.length < 1000, "it passes as a compressed body: " + bomb.length);
+        rx(postBytes(bomb, "Content-Encoding: gzip\r\n"));
+        String wire = out();
+        assertEquals(List.of(413), statuses(wire));
+        JsonNode b = lastBody(wire);
+        assertEquals("body too large once decompressed", b.get("error").asText());
+        assertEquals(1000, b.get("max_body_size").asInt());
+        assertEquals(0, rt.call(() -> relay().messages.size()), "not the first object either");
+        assertEquals(St.ST_IDLE, state(), "the body was read whole: the connection stays");
+        rx(postBytes(gzip("{\"id\":\"fits\"}"), "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(200), statuses(out()));
+    }
+
+    @Test
+    void shouldAnswer415ForABodyInACodingItDoesNotTake() {
+        start("");
+        connect();
+        for (String coding : List.of("br", "deflate", "gzip, br")) {
+            rx(post("/ingest", "{}", "Content-Encoding: " + coding + "\r\n"));
+            String wire = out();
+            assertEquals(List.of(415), statuses(wire), coding);
+            assertTrue(wire.contains("gzip and identity are taken"), wire);
+        }
         rx(post("/ingest", "{}", "Content-Encoding: identity\r\n"));
         assertEquals(List.of(200), statuses(out()));
+        assertEquals(1, rt.call(() -> relay().messages.size()));
     }
 
     @Test
