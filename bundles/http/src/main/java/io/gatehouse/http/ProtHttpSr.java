@@ -332,7 +332,7 @@ public final class ProtHttpSr implements GObjBehavior {
             r.put("seq", q.seq).put("keep_alive", q.keepAlive).put("head", q.headMethod).put("ingest", q.ingest)
                     .put("body_bytes", q.bodyBytes).put("read_done", q.readDone).put("expected", q.expected)
                     .put("acked", q.acked).put("deadline", q.deadline).put("status", q.status)
-                    .put("batched", q.batched)
+                    .put("batched", q.batched).put("gzip", q.gzip)
                     .put("close_after", q.closeAfter);
             if (q.ackedMsgs != null) {
                 ArrayNode bits = r.putArray("acked_msgs");
@@ -369,6 +369,7 @@ public final class ProtHttpSr implements GObjBehavior {
             q.expected = r.path("expected").asInt();
             q.acked = r.path("acked").asInt();
             q.batched = r.path("batched").asBoolean(false);
+            q.gzip = r.path("gzip").asBoolean(false);   // a revision before gzip bodies took none
             q.deadline = r.path("deadline").asLong(-1);
             q.status = r.path("status").asInt();
             q.closeAfter = r.path("close_after").asBoolean();

@@ -892,6 +892,23 @@ class ProtHttpSrTest {
         assertEquals(0, rt.call(() -> tcp().drops), "the connection stayed open");
     }
 
+    @Test
+    void shouldDecompressAGzipBodyHalfReadAcrossALiveUpgrade() throws Exception {
+        start("");
+        connect();
+        byte[] z = gzip("{\"id\":\"up-1\"}\n{\"id\":\"up-2\"}");
+        String req = postBytes(z, "Content-Encoding: gzip\r\n");
+        int half = req.length() - z.length / 2;
+        rx(req.substring(0, half));
+        ObjectNode report = rt.gclassArrived(ProtHttpSr.SPEC.withFactory(ProtHttpSr::new));
+        assertEquals(1, report.get("gobjs_migrated").asInt(), report.toString());
+        rx(req.substring(half));
+        String wire = out();
+        assertEquals(List.of(200), statuses(wire), wire);
+        assertEquals(2, lastBody(wire).get("accepted").asInt(), "the new revision knew the body is gzip");
+        assertEquals("up-2", rt.call(() -> relay().messages.get(1).get("id").asText()));
+    }
+
     // --- captured logs ---
 
     private boolean hasError(String msg) {
