@@ -69,12 +69,14 @@ import java.util.stream.Stream;
  * </ol>
  * Client: {@code --connections} keep-alive connections, each with {@code --pipeline} requests in flight (a writer
  * thread and a reader thread per connection; 1 = write, read the answer), every request the same NDJSON body of
- * {@code --batch} lines of about {@code --size} bytes. Configurations are interleaved in rounds; medians, the ratio
+ * {@code --batch} lines of about {@code --size} bytes ({@code --gzip true}: the body compressed once, sent with
+ * {@code Content-Encoding: gzip}, and the raw server decompresses it with Netty's {@code HttpContentDecompressor}
+ * before counting its lines). Configurations are interleaved in rounds; medians, the ratio
  * to (a), and the server's CPU per message (from {@link java.lang.management.ThreadMXBean}: on a loaded machine the
  * rate says how much CPU the server got, the CPU per message what it costs) are printed.
  *
  * <pre>HttpBench [--rounds 3] [--connections 4] [--batch 100] [--size 128] [--warmup 2] [--duration 5] [--fsync none|interval|always]
- *           [--sinks true|false] [--pipeline 1] [--configs raw,gatehouse] [--queue-kw key=value,...]</pre>
+ *           [--sinks true|false] [--pipeline 1] [--gzip false] [--configs raw,gatehouse] [--queue-kw key=value,...]</pre>
  * Run from the repository root (the demo config is read from {@code runtime/felix/src/main/dist/conf}, or from
  * {@code -Dgatehouse.demo.config}).
  */
@@ -100,6 +102,8 @@ public final class HttpBench {
         int pipeline = 1;
         /** Print the gateway's stats (gates, relay, sinks) after each gatehouse window. */
         boolean stats;
+        /** Bodies sent gzip-compressed ({@code Content-Encoding: gzip}). */
+        boolean gzip;
         /** Which servers run, in this order each round. */
         List<String> configs = List.of("raw", "gatehouse");
     }
@@ -143,17 +147,20 @@ public final class HttpBench {
                 case "--pipeline": o.pipeline = Integer.parseInt(args[i + 1]); break;
                 case "--configs": o.configs = List.of(args[i + 1].split(",")); break;
                 case "--stats": o.stats = Boolean.parseBoolean(args[i + 1]); break;
+                case "--gzip": o.gzip = Boolean.parseBoolean(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        byte[] body = body(o.batch, o.size);
+        byte[] ndjson = body(o.batch, o.size);
+        byte[] body = o.gzip ? gzip(ndjson) : ndjson;
         if (o.pipeline < 1) throw new IllegalArgumentException("--pipeline must be at least 1");
         for (String c : o.configs) {
             if (!c.equals("raw") && !c.equals("gatehouse")) throw new IllegalArgumentException("unknown config " + c);
         }
         System.out.printf(Locale.ROOT, "# http ingest: %d rounds, %d connections x %d requests in flight, %d lines of"
-                        + " ~%d B per request (%d B body), fsync %s, sinks %s, warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
-                o.rounds, o.connections, o.pipeline, o.batch, o.size, body.length, o.fsync == null ? "interval" : o.fsync,
+                        + " ~%d B per request (%d B body%s), fsync %s, sinks %s, warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
+                o.rounds, o.connections, o.pipeline, o.batch, o.size, ndjson.length,
+                o.gzip ? ", " + body.length + " B gzip-compressed" : "", o.fsync == null ? "interval" : o.fsync,
                 o.sinks ? "in this JVM" : "none (the queues fill)", o.warmup, o.duration,
                 System.getProperty("java.version"), Runtime.getRuntime().availableProcessors(), loadAverage());
         Map<String, List<Result>> results = new LinkedHashMap<>();
@@ -181,6 +188,14 @@ public final class HttpBench {
 
     // --- the client ---
 
+    static byte[] gzip(byte[] bytes) throws java.io.IOException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream z = new java.util.zip.GZIPOutputStream(out)) {
+            z.write(bytes);
+        }
+        return out.toByteArray();
+    }
+
     static byte[] body(int lines, int size) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < lines; i++) {
@@ -198,8 +213,8 @@ public final class HttpBench {
      * {@code serverThreads} names the server's threads (prefixes) whose CPU time is counted over the window.
      */
     static Result load(String config, int port, Options o, byte[] body, String... serverThreads) throws Exception {
-        byte[] head = ("POST /ingest HTTP/1.1\r\nHost: bench\r\nContent-Type: application/x-ndjson\r\nContent-Length: "
-                + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+        byte[] head = ("POST /ingest HTTP/1.1\r\nHost: bench\r\nContent-Type: application/x-ndjson\r\n"
+                + (o.gzip ? "Content-Encoding: gzip\r\n" : "") + "Content-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
         byte[] request = new byte[head.length + body.length];
         System.arraycopy(head, 0, request, 0, head.length);
         System.arraycopy(body, 0, request, head.length, body.length);
@@ -321,7 +336,9 @@ public final class HttpBench {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(16 << 20),
+                            ch.pipeline().addLast(new HttpServerCodec());
+                            if (o.gzip) ch.pipeline().addLast(new io.netty.handler.codec.http.HttpContentDecompressor());
+                            ch.pipeline().addLast(new HttpObjectAggregator(16 << 20),
                                     new SimpleChannelInboundHandler<FullHttpRequest>() {
                                         @Override
                                         protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
