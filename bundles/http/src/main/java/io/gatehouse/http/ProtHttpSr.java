@@ -639,10 +639,11 @@ public final class ProtHttpSr implements GObjBehavior {
                 return;
             }
             String encoding = r.headers().get(HttpHeaderNames.CONTENT_ENCODING);
-            String coding = encoding == null ? "identity" : encoding.trim();
-            if (coding.equalsIgnoreCase("gzip") || coding.equalsIgnoreCase("x-gzip")) {
+            String coding = encoding == null ? "" : encoding.trim();
+            if (HttpHeaderValues.GZIP.contentEqualsIgnoreCase(coding)
+                    || HttpHeaderValues.X_GZIP.contentEqualsIgnoreCase(coding)) {
                 q.gzip = true;
-            } else if (!coding.equalsIgnoreCase("identity")) {
+            } else if (encoding != null && !HttpHeaderValues.IDENTITY.contentEqualsIgnoreCase(coding)) {
                 // a body in another coding would only fail as bad JSON: say what is wrong instead
                 reject(q, HttpResponseStatus.UNSUPPORTED_MEDIA_TYPE,
                         error("unsupported Content-Encoding: " + encoding + " (gzip and identity are taken)"),
@@ -763,10 +764,11 @@ public final class ProtHttpSr implements GObjBehavior {
         long max = gobj.readLong(MAX_BODY_SIZE);
         int compressedSize = compressed.readableBytes();
         ByteBuf out = alloc.heapBuffer((int) Math.min(max, Math.max(256L, compressedSize * 4L)));
-        byte[] chunk = new byte[8192];
-        try (InputStream in = new GZIPInputStream(new ByteBufInputStream(compressed), chunk.length)) {
-            for (int r = in.read(chunk); r >= 0; r = in.read(chunk)) {
-                if (out.readableBytes() + (long) r > max) {
+        try (InputStream in = new GZIPInputStream(new ByteBufInputStream(compressed), 8192)) {
+            while (true) {
+                // inflated straight into the body's array, at most one byte past the limit: that byte says it is over
+                long room = max + 1 - out.readableBytes();
+                if (room <= 0) {
                     ObjectNode e = error("body too large once decompressed");
                     e.put("max_body_size", max);
                     reject(q, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, e, false);
@@ -775,9 +777,9 @@ public final class ProtHttpSr implements GObjBehavior {
                     out.release();
                     return null;
                 }
-                out.writeBytes(chunk, 0, r);
+                out.ensureWritable((int) Math.min(8192, room));
+                if (out.writeBytes(in, (int) Math.min(out.writableBytes(), room)) < 0) return out;
             }
-            return out;
         } catch (IOException e) {
             // ZipException (not gzip, a bad block or checksum), EOFException (cut short, or empty)
             ObjectNode err = error("bad gzip body");

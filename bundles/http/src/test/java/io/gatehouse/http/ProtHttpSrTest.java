@@ -780,6 +780,12 @@ class ProtHttpSrTest {
         assertEquals(St.ST_IDLE, state(), "the body was read whole: the connection stays");
         rx(postBytes(gzip("{\"id\":\"fits\"}"), "Content-Encoding: gzip\r\n"));
         assertEquals(List.of(200), statuses(out()));
+        String exactly = "{\"pad\":\"" + "x".repeat(990) + "\"}";
+        assertEquals(1000, exactly.length());
+        rx(postBytes(gzip(exactly), "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(200), statuses(out()), "decompressed to max_body_size exactly");
+        rx(postBytes(gzip(exactly + " "), "Content-Encoding: gzip\r\n"));
+        assertEquals(List.of(413), statuses(out()), "one byte over");
     }
 
     @Test
