@@ -161,6 +161,36 @@ public class JsonScan {
     }
 
     /**
+     * {@link #field(String)} looked up in the index of the loaded record's top-level members ({@code Kw.RECORD_FIELDS}:
+     * key, value start and value end per member, counted from the record's first byte, which {@link #load} puts at
+     * index 0), with no walk: the names are compared, the values not read. The value then ends at
+     * {@link #indexedEnd}. {@link #UNSURE} when the index does not fit the bytes loaded (the caller walks them).
+     */
+    public final int field(String name, int[] fields) {
+        if (!name.equals(fieldName)) {
+            fieldBytes = quoted(name);
+            fieldName = name;
+        }
+        byte[] quotedName = fieldBytes;
+        if (fields.length % 3 != 0) return UNSURE;
+        for (int k = 0; k < fields.length; k += 3) {
+            int ks = fields[k];
+            int vs = fields[k + 1];
+            int ve = fields[k + 2];
+            // compact: the colon is the byte before the value
+            if (ks < 0 || ks >= vs - 1 || vs >= ve || ve > n || a[ks] != '"' || a[vs - 1] != ':') return UNSURE;
+            if (equalsAt(ks, vs - 1, quotedName)) {
+                indexedEnd = ve;
+                return vs;
+            }
+        }
+        return ABSENT;
+    }
+
+    /** After {@link #field(String, int[])} found the field: the index after its value. */
+    protected int indexedEnd;
+
+    /**
      * The node of the value in [from, to) as Jackson reads it: a string without escapes decoded here, anything
      * else by Jackson; null when Jackson refuses it.
      */

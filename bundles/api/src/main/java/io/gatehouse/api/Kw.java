@@ -108,6 +108,18 @@ public final class Kw {
     public static final String JSON_RECORD = "__json_record__";
 
     /**
+     * On a {@link #JSON_RECORD} message, beside the record: a reference to an {@code int[]} indexing its top-level
+     * members, three ints each, in the record's order: where the key's opening quote is, where the value starts, and
+     * where it ends (exclusive), all counted from the record's first byte (the gbuffer's reader index). Given by the
+     * gclass that made the record while it walked the bytes (C_RELAY), so that a gclass reading one top-level field
+     * (a routing key, a queue's time key) finds it by comparing names instead of walking the record again. The
+     * sender vouches for it as for the record. A receiver that ignores it walks the bytes and finds the same.
+     *
+     * @since 2.7
+     */
+    public static final String RECORD_FIELDS = "__record_fields__";
+
+    /**
      * On a queued message sent to a gclass that {@link GClassSpec#takesQueueRecords() takes queue records}: a
      * reference to the message's {@link io.gatehouse.api.queue.QueueMessage}, beside a {@link #GBUFFER} holding the
      * record as stored, without {@link #MD_TRQ}. Valid during the send only.
@@ -155,6 +167,17 @@ public final class Kw {
      * @since 2.6
      */
     public static final String MESSAGES = "__messages__";
+
+    /**
+     * On a {@link #BATCH} sent up: a reference to an {@code int[][]} with one entry per range, the range's
+     * {@link #RECORD_FIELDS} when its bytes are already the record a queue stores ({@link #JSON_RECORD}'s form, as
+     * they stand), else null. Given by a producer whose own check of its input walked the bytes (C_PROT_HTTP_SR), so
+     * that the receiver hands such a message on as a record without walking it again. The producer vouches for it as
+     * for a record. A receiver that ignores it walks each range and finds the same.
+     *
+     * @since 2.7
+     */
+    public static final String BATCH_RECORDS = "__batch_records__";
 
     /** In the {@link #MD_TRQ} of one message of a {@link #BATCH} answered apart: its index in the batch. */
     public static final String BATCH_INDEX = "msg";

@@ -36,9 +36,14 @@
  * <p>2.6.0 (minor): {@code GClassSpec.takesMessageBatches()} and {@code Kw.MESSAGES} added: a protocol sends the
  * messages one read completed up as one event, which the channel and the gate pass whole and the relay or the queue's
  * gate takes message by message, instead of an event through every level per message.
+ *
+ * <p>2.7.0 (minor): {@code Kw.RECORD_FIELDS} and {@code Kw.BATCH_RECORDS} added: a record's top-level members
+ * indexed by the gclass that wrote it (C_RELAY), so that the gclasses under it (C_MQIOGATE's routing key, the
+ * queue's time key) find a field without walking the record's bytes again; and the objects of a batch that are
+ * already records, marked by the producer that checked them (C_PROT_HTTP_SR), so that C_RELAY does not walk them.
  */
 @Export
-@Version("2.6.0")
+@Version("2.7.0")
 package io.gatehouse.api;
 
 import org.osgi.annotation.bundle.Export;

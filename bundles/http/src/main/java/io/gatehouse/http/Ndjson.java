@@ -38,6 +38,12 @@ final class Ndjson {
         /** More objects than the limit: the scan stopped there. */
         boolean tooMany;
 
+        /**
+         * Per object, its member index when its bytes are already a record ({@code Kw.BATCH_RECORDS}), else null;
+         * null as a whole when the scan did not check (Jackson's).
+         */
+        int[][] records;
+
         void add(int start, int end) {
             if (count == starts.length) {
                 starts = java.util.Arrays.copyOf(starts, count * 2);
@@ -46,6 +52,16 @@ final class Ndjson {
             starts[count] = start;
             ends[count] = end;
             count++;
+        }
+
+        void add(int start, int end, int[] recordFields) {
+            add(start, end);
+            if (records == null) {
+                records = new int[starts.length][];
+            } else if (records.length < starts.length) {
+                records = java.util.Arrays.copyOf(records, starts.length);
+            }
+            records[count - 1] = recordFields;
         }
     }
 

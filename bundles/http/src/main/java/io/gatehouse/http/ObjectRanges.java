@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.gatehouse.http;
 
-import io.gatehouse.support.JsonScan;
+import io.gatehouse.support.RecordScan;
 
 /**
  * The objects of a request body found by support's byte walk ({@link JsonScan}, as strict as Jackson's default
  * parser) instead of Jackson's parser: the walk was half the cost of checking a body of small objects. It vouches
  * for a body or gives up, never refuses one: a body it does not take whole (bad JSON, a value it leaves to Jackson,
  * nesting deeper than it reads) is scanned again by Jackson, which then finds the error and its line, so every body
- * gets the answer Jackson gives it.
+ * gets the answer Jackson gives it. The same walk tells which objects are already records as they stand (compact,
+ * as Jackson writes them) and indexes their members ({@link RecordScan}), so that C_RELAY takes them as they are.
  *
  * <p>One per gobj, used on the core loop only.
  */
-final class ObjectRanges extends JsonScan {
+final class ObjectRanges extends RecordScan {
     private static final byte[] NOTHING = new byte[0];
 
     ObjectRanges() {
@@ -44,9 +45,9 @@ final class ObjectRanges extends JsonScan {
                 s.error = "more than " + maxObjects + " objects";
                 return s;
             }
-            int end = object(i, 1);
+            int end = recordObject(i);
             if (end < 0) return null;
-            s.add(base + i, base + end);
+            s.add(base + i, base + end, recordFields());
             i = end;
         }
         return s;

@@ -810,6 +810,7 @@ public final class ProtHttpSr implements GObjBehavior {
         md.put(MD_CONN, connId);
         md.put(MD_REQ, q.seq);
         Kw.putRef(kw, Kw.BATCH, ranges);
+        if (s.records != null) Kw.putRef(kw, Kw.BATCH_RECORDS, s.records);
         q.batched = true;
         gobj.inc(BATCHED);
         int r = gobj.publish(Ev.EV_ON_MESSAGE, kw);

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.testkit.RecordFields;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -44,9 +45,31 @@ class ObjectRangesTest {
                 assertEquals(slow.count, fast.count, what);
                 assertArrayEquals(Arrays.copyOf(slow.starts, slow.count), Arrays.copyOf(fast.starts, fast.count), what);
                 assertArrayEquals(Arrays.copyOf(slow.ends, slow.count), Arrays.copyOf(fast.ends, fast.count), what);
+                for (int i = 0; i < fast.count; i++) {
+                    if (fast.records[i] != null) sameRecord(Arrays.copyOfRange(body, fast.starts[i], fast.ends[i]), fast.records[i]);
+                }
             }
         }
         return fast;
+    }
+
+    /** How many objects the walk vouched for as records. */
+    private int recordsVouched;
+
+    /**
+     * An object the walk vouched for as a record ({@code Kw.BATCH_RECORDS}) is what Jackson writes for its dict, has
+     * no metadata key, and its index is where Jackson's parser finds its members.
+     */
+    private void sameRecord(byte[] object, int[] fields) {
+        String what = new String(object, StandardCharsets.UTF_8);
+        try {
+            assertArrayEquals(Kw.MAPPER.writeValueAsBytes(Kw.MAPPER.readTree(object)), object, what);
+        } catch (java.io.IOException e) {
+            throw new AssertionError(what, e);
+        }
+        assertTrue(!what.contains("\"__"), what);
+        assertArrayEquals(RecordFields.of(object), fields, what);
+        recordsVouched++;
     }
 
     @Test
@@ -95,6 +118,7 @@ class ObjectRangesTest {
             both(good, 0, Math.max(0, good.length - 1 - rnd.nextInt(5)), 10);   // truncated
         }
         assertTrue(vouched > 2_900, "the walk vouches for what Jackson writes: " + vouched);
+        assertTrue(recordsVouched > 3_000, "objects taken as records as they stand: " + recordsVouched);
     }
 
     private static final String CORRUPTIONS = " {}[]\":,\\0a-.e\u00ff\u0001";

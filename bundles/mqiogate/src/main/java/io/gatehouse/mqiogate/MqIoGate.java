@@ -395,8 +395,8 @@ public final class MqIoGate implements GObjBehavior {
         if (record != null) {
             // a record's bytes (Kw.JSON_RECORD): the key read by a scan, no tree; the usual key, a string ending in
             // digits, routed from those bytes
-            int child = recordKey.lastdigits(record, gobj.read(KEY), digits,
-                    method() == Method.CONSISTENT ? 0 : dst.size());
+            int child = recordKey.lastdigits(record, Kw.ref(kw, Kw.RECORD_FIELDS, int[].class), gobj.read(KEY),
+                    digits, method() == Method.CONSISTENT ? 0 : dst.size());
             if (child >= 0) return new Route(child, null);
             v = recordKey.key();
         } else {

@@ -25,7 +25,7 @@ final class RecordKey extends JsonScan {
 
     /** The value of {@code path} in the record held by {@code buf} (not consumed); null when it has none. */
     JsonNode get(ByteBuf buf, String path) {
-        lastdigits(buf, path, 0, 0);
+        lastdigits(buf, null, path, 0, 0);
         return key;
     }
 
@@ -35,15 +35,20 @@ final class RecordKey extends JsonScan {
      * child is read from the bytes when the key is a top-level string with no escape whose last {@code digits}
      * characters are 1 to 18 decimal digits (an id or a counter: the usual key), which are then its last bytes: the
      * answer is {@link KeyRouting#lastdigits}'s, with no String and no node per message. {@code children} 0: only
-     * the node is read.
+     * the node is read. {@code fields}, the record's member index ({@link Kw#RECORD_FIELDS}) or null, finds the
+     * field without walking the record.
      */
-    int lastdigits(ByteBuf buf, String path, int digits, int children) {
+    int lastdigits(ByteBuf buf, int[] fields, String path, int digits, int children) {
         key = null;
         if (path.indexOf('`') < 0 && load(buf)) {
-            int r = field(path);
+            int r = fields == null ? UNSURE : field(path, fields);
+            int end = indexedEnd;
+            if (r == UNSURE) {   // no index, or one that does not fit: the walk
+                r = field(path);
+                end = r >= 0 ? value(r, 1) : -1;
+            }
             if (r == ABSENT) return -1;
             if (r >= 0) {
-                int end = value(r, 1);
                 if (end < 0) return -1;
                 int child = children > 0 ? fromDigits(r, end, digits, children) : -1;
                 if (child < 0) key = node(r, end);

@@ -4,6 +4,7 @@ package io.gatehouse.mqiogate;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
+import io.gatehouse.testkit.RecordFields;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 
@@ -21,6 +22,11 @@ class RecordKeyTest {
         JsonNode got = scan.get(Unpooled.copiedBuffer(record, StandardCharsets.UTF_8), path);
         assertEquals(expected, got, record + " " + path);
         if (expected != null) assertEquals(expected.getClass(), got.getClass(), record + " " + path);
+        // the same key found in the record's member index (Kw.RECORD_FIELDS), as C_RELAY gives it
+        byte[] bytes = record.getBytes(StandardCharsets.UTF_8);
+        scan.lastdigits(Unpooled.wrappedBuffer(bytes), RecordFields.of(bytes), path, 0, 0);
+        assertEquals(expected, scan.key(), record + " " + path + " indexed");
+        if (expected != null) assertEquals(expected.getClass(), scan.key().getClass(), record + " " + path);
     }
 
     @Test
@@ -74,7 +80,10 @@ class RecordKeyTest {
             String record = Kw.toJson(o);
             int digits = 1 + rnd.nextInt(20);
             int children = 1 + rnd.nextInt(7);
-            int got = scan.lastdigits(Unpooled.copiedBuffer(record, StandardCharsets.UTF_8), "id", digits, children);
+            int got = scan.lastdigits(Unpooled.copiedBuffer(record, StandardCharsets.UTF_8), null, "id", digits, children);
+            byte[] bytes = record.getBytes(StandardCharsets.UTF_8);
+            assertEquals(got, scan.lastdigits(Unpooled.wrappedBuffer(bytes), RecordFields.of(bytes), "id", digits,
+                    children), record + " indexed");
             if (got < 0) continue;   // the caller routes from the node: KeyRoutingTest
             fromBytes++;
             JsonNode v = Kw.get(Kw.parse(record), "id");
@@ -83,8 +92,23 @@ class RecordKeyTest {
         }
         org.junit.jupiter.api.Assertions.assertTrue(fromBytes > 3_000, "the usual key is routed from the bytes: " + fromBytes);
         // an escape whose last bytes are digits is a character, not digits: the node decides
-        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":\"ab\\u0031\"}", StandardCharsets.UTF_8), "id", 3, 4));
-        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":17}", StandardCharsets.UTF_8), "id", 3, 4));
-        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"x\":{\"id\":\"7\"}}", StandardCharsets.UTF_8), "x`id", 3, 4));
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":\"ab\\u0031\"}", StandardCharsets.UTF_8), null, "id", 3, 4));
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"id\":17}", StandardCharsets.UTF_8), null, "id", 3, 4));
+        assertEquals(-1, scan.lastdigits(Unpooled.copiedBuffer("{\"x\":{\"id\":\"7\"}}", StandardCharsets.UTF_8), null, "x`id", 3, 4));
+    }
+
+    @Test
+    void readsTheKeyFromTheIndexAndWalksWhenTheIndexDoesNotFit() {
+        byte[] record = "{\"a\":\"x\",\"id\":\"m-17\",\"b\":[1]}".getBytes(StandardCharsets.UTF_8);
+        int[] fields = RecordFields.of(record);
+        assertEquals(KeyRouting.lastdigits("m-17", 2, 4), scan.lastdigits(Unpooled.wrappedBuffer(record), fields, "id", 2, 4));
+        // the index is what is read: one that leaves the member out hides it (the sender vouches for the index)
+        assertEquals(-1, scan.lastdigits(Unpooled.wrappedBuffer(record), java.util.Arrays.copyOf(fields, 3), "id", 2, 4));
+        assertEquals(null, scan.key());
+        // an index that does not fit the bytes (outside them, not on a key, not compact) is not used: the walk reads
+        for (int[] bad : new int[][] {{0, 1}, {0, 5, 999}, {1, 5, 999}, {5, 10, 12}, {-1, 5, 8}}) {
+            assertEquals(KeyRouting.lastdigits("m-17", 2, 4), scan.lastdigits(Unpooled.wrappedBuffer(record), bad, "id", 2, 4),
+                    java.util.Arrays.toString(bad));
+        }
     }
 }

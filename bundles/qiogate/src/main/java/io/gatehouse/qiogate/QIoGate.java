@@ -546,7 +546,7 @@ public final class QIoGate implements GObjBehavior {
         QueueMessage m;
         if (record != null) {
             // The record's bytes, in the form append writes for the dict (Kw.JSON_RECORD): stored as they are.
-            m = appendRecord(t, record);
+            m = appendRecord(t, record, Kw.ref(kw, Kw.RECORD_FIELDS, int[].class));
             Kw.release(kw);
         } else {
             m = trq.append(t, msg, 0);
@@ -1001,13 +1001,16 @@ public final class QIoGate implements GObjBehavior {
         return gobj.readLong(TIMEOUT_ACK) * 1000L;
     }
 
-    /** Appends a {@link Kw#JSON_RECORD} gbuffer (not consumed): its bytes are the record. */
-    private QueueMessage appendRecord(long t, ByteBuf b) {
+    /**
+     * Appends a {@link Kw#JSON_RECORD} gbuffer (not consumed): its bytes are the record, {@code fields} its member
+     * index ({@link Kw#RECORD_FIELDS}) or null.
+     */
+    private QueueMessage appendRecord(long t, ByteBuf b, int[] fields) {
         int len = b.readableBytes();
-        if (b.hasArray()) return trq.appendJson(t, b.array(), b.arrayOffset() + b.readerIndex(), len, 0);
+        if (b.hasArray()) return trq.appendJson(t, b.array(), b.arrayOffset() + b.readerIndex(), len, 0, fields);
         byte[] bytes = new byte[len];
         b.getBytes(b.readerIndex(), bytes);
-        return trq.appendJson(t, bytes, 0, len, 0);
+        return trq.appendJson(t, bytes, 0, len, 0, fields);
     }
 
     /** The message to store: the kw's JSON, or the JSON object in its gbuffer. Metadata and references removed. */

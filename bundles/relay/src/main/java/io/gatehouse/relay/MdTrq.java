@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.TextNode;
 import io.gatehouse.api.Kw;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.JsonScan;
+import io.gatehouse.support.RecordScan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
@@ -44,7 +45,7 @@ import java.util.Map;
  * <p>One per relay, used on the core loop only; the bytes of the last scan are kept in a scratch array until the
  * next scan (arrays above {@value JsonScan#KEEP} bytes are not kept).
  */
-final class MdTrq extends JsonScan {
+final class MdTrq extends RecordScan {
     /** The message is a JSON object with a top-level {@code __md_trq__} object. */
     static final int FOUND = 0;
     /** The message is a JSON object without a top-level {@code __md_trq__} object: there is nothing to ack. */
@@ -304,17 +305,10 @@ final class MdTrq extends JsonScan {
 
     // --- The record: the message's bytes as a queue stores its dict, taken in the same walk as the scan ---
 
-    /** Keys held for the duplicate check of the objects being walked; deeper or wider messages are not vouched for. */
-    private static final int MAX_RECORD_KEYS = 256;
-    /** Keys of one object that the duplicate check compares pairwise; an object with more is not vouched for. */
-    private static final int MAX_OBJECT_KEYS = 64;
     private byte[] rec = new byte[512];
     private int ro;
     /** While the walk of {@link #scanRecord} has seen only what Jackson writes as it is: the record is being copied. */
     private boolean recOk;
-    private final int[] recKeyFrom = new int[MAX_RECORD_KEYS];
-    private final int[] recKeyTo = new int[MAX_RECORD_KEYS];
-    private int recKeys;
 
     /**
      * {@link #scan} that also takes the record a queue stores for the message's dict, in the same walk: the answer
@@ -337,7 +331,7 @@ final class MdTrq extends JsonScan {
         if (copy) {
             if (rec.length < n) rec = new byte[Math.max(n, rec.length * 2)];
             ro = 0;
-            recKeys = 0;
+            resetRecord();
             recOk = true;
         }
         if (recObject(i, 1, true) < 0) {
@@ -363,6 +357,14 @@ final class MdTrq extends JsonScan {
         byte[] out = java.util.Arrays.copyOf(rec, ro);
         if (rec.length > KEEP) rec = new byte[512];
         return out;
+    }
+
+    /**
+     * After {@link #record} gave a record: its top-level members indexed as {@code Kw.RECORD_FIELDS} has them (key,
+     * value start, value end, counted from the record's first byte), taken in the same walk.
+     */
+    int[] copiedFields() {
+        return takeFields();
     }
 
     /**
@@ -407,14 +409,18 @@ final class MdTrq extends JsonScan {
                     if (i < 0) return -1;
                 }
             } else {
+                int keyAt = ro;
                 if (recOk) {
                     if (!firstOut) rec[ro++] = ',';
                     firstOut = false;
+                    keyAt = ro;
                     copy(ks, ke);
                     rec[ro++] = ':';
                 }
+                int valueAt = ro;
                 i = recValue(i, depth);
                 if (i < 0) return -1;
+                if (top && recOk) indexField(keyAt, valueAt, ro);
             }
             i = next(i, '}');
             if (i <= 0) {
@@ -471,14 +477,11 @@ final class MdTrq extends JsonScan {
                 int end = value(i, depth);   // a number or a literal
                 if (end < 0) return -1;
                 if (recOk) {
-                    if (c == '-' || isDigit(c)) {
-                        for (int k = i; k < end; k++) {
-                            byte d = a[k];
-                            if (d == '.' || d == 'e' || d == 'E') recOk = false;   // a double: Jackson writes it its way
-                        }
-                        if (end - i == 2 && c == '-' && a[i + 1] == '0') recOk = false;   // -0 is written 0
+                    if (writtenAsIs(i, end)) {
+                        copy(i, end);
+                    } else {
+                        recOk = false;   // a double or -0: Jackson writes it its way
                     }
-                    if (recOk) copy(i, end);
                 }
                 return end;
             }
@@ -492,27 +495,6 @@ final class MdTrq extends JsonScan {
     private void copy(int from, int to) {
         System.arraycopy(a, from, rec, ro, to - from);
         ro += to - from;
-    }
-
-    /** Keeps the key for the duplicate check of its object ({@code [base, recKeys)}); false when it is there already. */
-    private boolean newKey(int base, int from, int to) {
-        if (recKeys == MAX_RECORD_KEYS || recKeys - base == MAX_OBJECT_KEYS) return false;
-        int len = to - from;
-        for (int k = base; k < recKeys; k++) {
-            if (recKeyTo[k] - recKeyFrom[k] == len && a[recKeyFrom[k] + 1] == a[from + 1]
-                    && java.util.Arrays.equals(a, recKeyFrom[k], recKeyTo[k], a, from, to)) {
-                return false;
-            }
-        }
-        recKeyFrom[recKeys] = from;
-        recKeyTo[recKeys] = to;
-        recKeys++;
-        return true;
-    }
-
-    /** Yuneta's metadata keys ({@code Kw.isMetadataKey}): {@code __x...}, not {@code ___x...}; spelt canonically. */
-    private boolean metadataKey(int from, int to) {
-        return to - from > 4 && a[from + 1] == '_' && a[from + 2] == '_' && a[from + 3] != '_';
     }
 
     private int pos;

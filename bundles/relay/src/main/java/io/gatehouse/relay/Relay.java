@@ -518,7 +518,7 @@ public final class Relay implements GObjBehavior {
                     && !gobj.isTraced(TRACE_MESSAGES) ? MdTrq.ackStartWithRoom(md) : null;
             return ackStart == null
                     ? forwardBatchApart(out, buf, ranges, md, temp, src)
-                    : forwardBatchByToken(out, buf, ranges, ackStart, temp, src);
+                    : forwardBatchByToken(out, buf, ranges, batchRecords(kw, ranges), ackStart, temp, src);
         } finally {
             if (buf != null) buf.release();
         }
@@ -533,13 +533,24 @@ public final class Relay implements GObjBehavior {
         return null;
     }
 
-    private int forwardBatchByToken(GObj out, ByteBuf buf, int[] ranges, byte[] ackStart, JsonNode temp, GObj src) {
+    /** The producer's {@link Kw#BATCH_RECORDS} of a batch of these ranges, or null (none, or not one per range). */
+    private static int[][] batchRecords(ObjectNode kw, int[] ranges) {
+        int[][] records = Kw.ref(kw, Kw.BATCH_RECORDS, int[][].class);
+        return records != null && records.length >= ranges.length / 2 ? records : null;
+    }
+
+    private int forwardBatchByToken(GObj out, ByteBuf buf, int[] ranges, int[][] records, byte[] ackStart,
+            JsonNode temp, GObj src) {
         int count = ranges.length / 2;
         long token = pending.add(ackStart, temp, src, count);
         int base = buf.readerIndex();
         int r = 0;
         for (int i = 0; i < count; i++) {
-            ObjectNode msg = batchMessage(buf.slice(base + ranges[2 * i], ranges[2 * i + 1] - ranges[2 * i]));
+            int from = base + ranges[2 * i];
+            int len = ranges[2 * i + 1] - ranges[2 * i];
+            ObjectNode msg = records != null && records[i] != null
+                    ? vouchedRecord(buf, from, len, records[i])
+                    : batchMessage(buf.slice(from, len));
             if (msg != null) {
                 msg.put(Kw.DURABLE_TOKEN, token);
                 r = out.send(Ev.EV_SEND_MESSAGE, msg, gobj);
@@ -585,11 +596,30 @@ public final class Relay implements GObjBehavior {
         }
     }
 
-    /** The producer's bytes are the record the output would store for the dict: they go as they are. */
-    private static ObjectNode recordMessage(byte[] record) {
+    /**
+     * The producer's bytes are the record the output would store for the dict: they go as they are, with the index
+     * of their top-level members that the scan took on its way ({@link Kw#RECORD_FIELDS}).
+     */
+    private ObjectNode recordMessage(byte[] record) {
+        return recordMessage(record, scan.copiedFields());
+    }
+
+    private static ObjectNode recordMessage(byte[] record, int[] fields) {
         ObjectNode msg = Kw.withGbuffer(Unpooled.wrappedBuffer(record));
         msg.put(Kw.JSON_RECORD, true);
+        Kw.putRef(msg, Kw.RECORD_FIELDS, fields);
         return msg;
+    }
+
+    /**
+     * A message of a batch whose producer vouched for its bytes as a record and indexed it ({@link Kw#BATCH_RECORDS}):
+     * copied as it stands, with no walk.
+     */
+    private ObjectNode vouchedRecord(ByteBuf buf, int from, int len, int[] fields) {
+        byte[] record = new byte[len];
+        buf.getBytes(from, record);
+        jsonAgain();
+        return recordMessage(record, fields);
     }
 
     /** A message for a durable output that is not a JSON object: counted, and said once per streak. */

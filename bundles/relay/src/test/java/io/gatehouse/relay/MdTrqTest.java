@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gatehouse.api.Kw;
 import io.gatehouse.support.Gbuffers;
 import io.gatehouse.support.JsonScan;
+import io.gatehouse.support.RecordScan;
+import io.gatehouse.testkit.RecordFields;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -20,6 +22,7 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -170,6 +173,7 @@ class MdTrqTest {
             assertArrayEquals(Kw.MAPPER.writeValueAsBytes(Kw.withoutMetadata(dict)), rec, text);
             assertArrayEquals(Kw.MAPPER.writeValueAsBytes(dict), rec, text);
             assertEquals(dict, Kw.parse(Unpooled.wrappedBuffer(rec)), text);
+            assertArrayEquals(RecordFields.of(rec), scan.copiedFields(), text);
             if (found == MdTrq.FOUND) {
                 assertEquals(md, scan.mdTree(), text);
                 assertEquals(classes(md), classes(scan.mdTree()), text);
@@ -264,11 +268,13 @@ class MdTrqTest {
         String[] keys = {"id", "pad", "__md_trq__", "result", "__x", "___y", "__", "k", "\u00e9", "a\\\"b"};
         String[] ws = {"", "", "", " ", "\n", " \t\r\n "};
         int records = 0;
+        int vouched = 0;
         for (int c = 0; c < 4000; c++) {
             String m = randomObject(rnd, atoms, keys, ws, 0);
             byte[] msg = m.getBytes(StandardCharsets.UTF_8);
             same(msg);
             if (sameRecord(msg)) records++;
+            if (sameVouch(msg)) vouched++;
             byte[] broken = msg.clone();
             int at = rnd.nextInt(broken.length);
             switch (rnd.nextInt(4)) {
@@ -284,6 +290,64 @@ class MdTrqTest {
             same(broken);
         }
         assertTrue(records > 800, "records given: " + records);
+        assertTrue(vouched > 150, "records vouched for as they stand: " + vouched);
+    }
+
+    private final RecordScan producersCheck = new RecordScan(64);
+
+    /**
+     * A producer's check of its input ({@link RecordScan}, C_PROT_HTTP_SR's) vouches for bytes as a record exactly
+     * when they are what Jackson writes and hold no metadata key, with the members' index C_RELAY's own walk takes;
+     * and it vouches for every message whose record, by C_RELAY's walk, is its bytes as they stand. True when it
+     * vouched.
+     */
+    private boolean sameVouch(byte[] msg) {
+        String text = new String(msg, StandardCharsets.UTF_8);
+        producersCheck.load(msg, 0, msg.length);
+        int start = producersCheck.ws(0);
+        int end = start < msg.length && msg[start] == '{' ? producersCheck.recordObject(start) : -1;
+        int[] fields = end < 0 ? null : producersCheck.recordFields();
+        byte[] asTheyStand = end < 0 ? null : java.util.Arrays.copyOfRange(msg, start, end);
+        int found = scan.scanRecord(Unpooled.wrappedBuffer(msg));
+        byte[] relays = found == MdTrq.UNSURE ? null : scan.record();
+        if (relays != null && found == MdTrq.NONE && java.util.Arrays.equals(relays, msg)) {
+            assertNotNull(fields, "C_RELAY stores these bytes as they stand: " + text);
+        }
+        if (fields == null) return false;
+        try {
+            assertArrayEquals(Kw.MAPPER.writeValueAsBytes(Kw.parse(Unpooled.wrappedBuffer(asTheyStand))), asTheyStand, text);
+        } catch (IOException e) {
+            throw new AssertionError("vouched for what Jackson refuses: " + text, e);
+        }
+        assertEquals(null, metadataKeyIn(asTheyStand), text);
+        assertArrayEquals(RecordFields.of(asTheyStand), fields, text);
+        return true;
+    }
+
+    /** The first {@code __x} key at any depth of the object in {@code json}, or null. */
+    private static String metadataKeyIn(byte[] json) {
+        try {
+            return metadataKeyIn(Kw.MAPPER.readTree(json));
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static String metadataKeyIn(JsonNode n) {
+        if (n.isObject()) {
+            for (java.util.Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+                String k = it.next();
+                if (Kw.isMetadataKey(k)) return k;
+                String inner = metadataKeyIn(n.get(k));
+                if (inner != null) return inner;
+            }
+        } else if (n.isArray()) {
+            for (JsonNode e : n) {
+                String inner = metadataKeyIn(e);
+                if (inner != null) return inner;
+            }
+        }
+        return null;
     }
 
     private static String randomObject(Random rnd, String[] atoms, String[] keys, String[] ws, int depth) {

@@ -9,6 +9,7 @@ import io.gatehouse.api.GClassSpec;
 import io.gatehouse.api.GObj;
 import io.gatehouse.api.GObjBehavior;
 import io.gatehouse.api.Kw;
+import io.gatehouse.testkit.RecordFields;
 import io.gatehouse.api.St;
 import io.gatehouse.core.YunoRuntime;
 import io.gatehouse.testkit.LogCapture;
@@ -33,7 +34,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -323,10 +326,16 @@ class RelayTest {
 
     /** A producer's batch ({@link Kw#BATCH}): the objects of {@code body} at the ranges given, and the batch's md. */
     private void receiveBatch(String body, int[] ranges, int conn, int req) {
+        receiveBatch(body, ranges, null, conn, req);
+    }
+
+    /** {@link #receiveBatch(String, int[], int, int)} with the producer's {@link Kw#BATCH_RECORDS}, when not null. */
+    private void receiveBatch(String body, int[] ranges, int[][] records, int conn, int req) {
         rt.run(() -> {
             ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("xx" + body, StandardCharsets.UTF_8).skipBytes(2));
             kw.putObject(Kw.MD_TRQ).put("conn", conn).put("req", req);
             Kw.putRef(kw, Kw.BATCH, ranges);
+            if (records != null) Kw.putRef(kw, Kw.BATCH_RECORDS, records);
             kw.putObject(Kw.TEMP).put("channel", "in-1");
             rt.service("in").publish(Ev.EV_ON_MESSAGE, kw);
         });
@@ -361,6 +370,50 @@ class RelayTest {
         assertEquals(0, stats().get("pending_acks").asInt());
         rt.run(() -> out.confirmTokens(List.of(1L), 0));
         assertEquals(1, count("Durable token not known here"), "a fourth tell is a stranger");
+    }
+
+    @Test
+    void shouldTakeTheRecordsAProducerVouchedForAsTheyStandAndWalkTheOthers() {
+        start("C_SOME_TOKEN_OUTPUT");
+        String body = "{\"id\":\"a-1\",\"tm\":5}\n{\"id\":\"a-2\"}\n{\"id\" : 3}";
+        int[] ranges = {0, 19, 20, 32, 33, 43};
+        int[] first = RecordFields.of(utf8(body.substring(0, 19)));
+        // the second is a record too, but its producer did not say so: walked, and indexed by the relay's own walk
+        receiveBatch(body, ranges, new int[][] {first, null, null}, 7, 3);
+        FakeDurableOutput out = output();
+        rt.run(() -> {
+            assertEquals(3, out.stored.size());
+            assertEquals("{\"id\":\"a-1\",\"tm\":5}", Kw.gbuffer(out.stored.get(0)).toString(StandardCharsets.UTF_8));
+            assertTrue(out.stored.get(0).path(Kw.JSON_RECORD).asBoolean());
+            assertSame(first, Kw.ref(out.stored.get(0), Kw.RECORD_FIELDS, int[].class), "the producer's index, not a walk's");
+            assertEquals("{\"id\":\"a-2\"}", Kw.gbuffer(out.stored.get(1)).toString(StandardCharsets.UTF_8));
+            assertArrayEquals(RecordFields.of(utf8("{\"id\":\"a-2\"}")),
+                    Kw.ref(out.stored.get(1), Kw.RECORD_FIELDS, int[].class), "the relay's walk indexes it");
+            assertEquals("{\"id\":3}", Kw.gbuffer(out.stored.get(2)).toString(StandardCharsets.UTF_8),
+                    "spaced bytes made into the record by the walk");
+        });
+        rt.run(() -> out.confirmTokens(List.of(1L, 1L, 1L), 0));
+        assertEquals(List.of("{\"__md_trq__\":{\"conn\":7,\"req\":3,\"result\":0}}"), ackPayloads());
+    }
+
+    @Test
+    void shouldWalkEveryMessageOfABatchWhoseRecordsDoNotMatchItsRanges() {
+        start("C_SOME_TOKEN_OUTPUT");
+        String body = "{\"id\":1,\"x\":2}\n{\"id\":2,\"x\":3}";
+        // one entry for two ranges, and it leaves a member out: not the producer's word on each, so none is taken
+        receiveBatch(body, new int[] {0, 14, 15, 29}, new int[][] {{1, 6, 7}}, 7, 3);
+        FakeDurableOutput out = output();
+        rt.run(() -> {
+            assertEquals(2, out.stored.size());
+            for (int i = 0; i < 2; i++) {
+                assertArrayEquals(new int[] {1, 6, 7, 8, 12, 13}, Kw.ref(out.stored.get(i), Kw.RECORD_FIELDS, int[].class),
+                        "indexed by the relay's walk");
+            }
+        });
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     @Test

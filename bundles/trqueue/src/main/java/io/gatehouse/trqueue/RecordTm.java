@@ -22,14 +22,19 @@ final class RecordTm extends JsonScan {
 
     /**
      * The tm of the record {@code rec[off, off + len)} for {@code tkey} (not empty) and the topic's system flag;
-     * {@code Long.MIN_VALUE} when the bytes are not an object this scan reads (the caller parses them).
+     * {@code Long.MIN_VALUE} when the bytes are not an object this scan reads (the caller parses them). The field is
+     * looked up in {@code fields}, the record's member index ({@code Kw.RECORD_FIELDS}), when given, else walked to.
      */
-    long tm(byte[] rec, int off, int len, String tkey, int sf) {
+    long tm(byte[] rec, int off, int len, int[] fields, String tkey, int sf) {
         if (!load(rec, off, len)) return Long.MIN_VALUE;
-        int i = field(tkey);
-        if (i == UNSURE) return Long.MIN_VALUE;
+        int i = fields == null ? UNSURE : field(tkey, fields);
+        int end = indexedEnd;
+        if (i == UNSURE) {   // no index, or one that does not fit: the walk
+            i = field(tkey);
+            if (i == UNSURE) return Long.MIN_VALUE;
+            end = i >= 0 ? value(i, 1) : -1;
+        }
         if (i == ABSENT) return 0;   // no such field
-        int end = value(i, 1);
         return end < 0 ? Long.MIN_VALUE : tmOf(i, end, sf);
     }
 

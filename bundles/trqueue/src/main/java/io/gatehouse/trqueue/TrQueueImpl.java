@@ -379,6 +379,12 @@ final class TrQueueImpl implements TrQueue {
      */
     @Override
     public QueueMessage appendJson(long t, byte[] bytes, int off, int len, int userFlag) {
+        return appendJson(t, bytes, off, len, userFlag, null);
+    }
+
+    /** {@link #appendJson(long, byte[], int, int, int)}, the time key found in the record's member index when given. */
+    @Override
+    public QueueMessage appendJson(long t, byte[] bytes, int off, int len, int userFlag, int[] fields) {
         Topic tp = topic();
         if (tp == null) return null;
         if (bytes == null || len < 2 || off < 0 || off + len > bytes.length || bytes[off] != '{'
@@ -389,7 +395,7 @@ final class TrQueueImpl implements TrQueue {
         long tm = 0;
         if (tp.tkey != null && !tp.tkey.isEmpty()) {
             // the message time, read from the bytes; bytes the scan does not read go the dict's way
-            tm = recordTm.tm(bytes, off, len, tp.tkey, tp.systemFlag);
+            tm = recordTm.tm(bytes, off, len, fields, tp.tkey, tp.systemFlag);
             if (tm == Long.MIN_VALUE) return TrQueue.super.appendJson(t, bytes, off, len, userFlag);
         }
         return appendRecord(tp, t, tm, bytes, off, len, userFlag);

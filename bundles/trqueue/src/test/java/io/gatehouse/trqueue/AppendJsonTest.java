@@ -6,6 +6,7 @@ import io.gatehouse.api.Kw;
 import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
+import io.gatehouse.testkit.RecordFields;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -56,18 +57,23 @@ class AppendJsonTest {
         }
     }
 
-    /** Appends {@code kw} both ways into three queues and compares what each stores and gives back. */
-    private void same(TrQueue dicts, TrQueue bytes, TrQueue viaDefault, ObjectNode kw) throws Exception {
+    /**
+     * Appends {@code kw} both ways into four queues (the bytes alone, and with their member index as C_RELAY gives
+     * it) and compares what each stores and gives back.
+     */
+    private void same(TrQueue dicts, TrQueue bytes, TrQueue viaDefault, TrQueue indexed, ObjectNode kw) throws Exception {
         byte[] json = Kw.MAPPER.writeValueAsBytes(kw);
         byte[] framed = new byte[json.length + 7];
         System.arraycopy(json, 0, framed, 3, json.length);
         QueueMessage a = dicts.append(100, kw, 0);
         QueueMessage b = bytes.appendJson(100, framed, 3, json.length, 0);
         QueueMessage c = viaDefault.appendJson(100, framed, 3, json.length, 0);
+        QueueMessage d = indexed.appendJson(100, framed, 3, json.length, 0, RecordFields.of(json));
         assertNotNull(a, kw::toString);
         assertNotNull(b, kw::toString);
         assertNotNull(c, kw::toString);
-        for (QueueMessage m : new QueueMessage[] {b, c}) {
+        assertNotNull(d, kw::toString);
+        for (QueueMessage m : new QueueMessage[] {b, c, d}) {
             assertEquals(a.rowid(), m.rowid());
             assertEquals(a.t(), m.t());
             assertEquals(a.tm(), m.tm(), kw::toString);
@@ -76,6 +82,7 @@ class AppendJsonTest {
         String expected = wire(dicts, a);
         assertEquals(expected, wire(bytes, b), kw::toString);
         assertEquals(expected, wire(viaDefault, c), kw::toString);
+        assertEquals(expected, wire(indexed, d), kw::toString);
         ObjectNode ja = dicts.msgJson(a);
         ObjectNode jb = bytes.msgJson(b);
         ((ObjectNode) ja.get(TrQueue.MD_TRQ)).remove(TrQueue.MSG_GEN);
@@ -94,6 +101,7 @@ class AppendJsonTest {
             TrQueue bytes = factory.open(dir, "db" + tkey, "bytes", tkey, 0, 1_000_000, TrQueueOptions.defaults());
             TrQueue viaDefault = older(factory.open(dir, "db" + tkey, "default", tkey, 0, 1_000_000,
                     TrQueueOptions.defaults()));
+            TrQueue indexed = factory.open(dir, "db" + tkey, "indexed", tkey, 0, 1_000_000, TrQueueOptions.defaults());
             for (String m : new String[] {"{}", "{\"id\":\"a-1\",\"tm\":17}", "{\"tm\":\"2026-12-02T06:00:00Z\",\"x\":[1]}",
                     "{\"s\":\"a \\\"__md_trq__\\\" in a string\"}", "{\"inner\":{\"__md_trq__\":{\"x\":1}}}",
                     "{\"tm\":1.5}", "{\"tm\":-12345678901234567890123}", "{\"tm\":9223372036854775807}",
@@ -102,16 +110,31 @@ class AppendJsonTest {
                     "{\"a\":\"\\\"tm\\\":7\",\"tm\":8}", "{\"tm\":true}", "{\"tm\":\"\"}",
                     "{\"tm\":0}", "{\"tm\":-5}", "{\"tm\":123456789012345678}", "{\"tm\":-12345678901234567}",
                     "{\"tm\":-123456789012345678}", "{\"tm\":1234567890123456789}"}) {
-                same(dicts, bytes, viaDefault, Kw.parse(m));
+                same(dicts, bytes, viaDefault, indexed, Kw.parse(m));
             }
             Random rnd = new Random(5);
             for (int i = 0; i < 500; i++) {
                 ObjectNode kw = (ObjectNode) RecordJsonEncodeTest.random(rnd, 0, true);
                 if (rnd.nextBoolean()) kw.put("tm", rnd.nextInt(1_000_000));
-                same(dicts, bytes, viaDefault, kw);
+                same(dicts, bytes, viaDefault, indexed, kw);
             }
             assertEquals(dicts.size(), bytes.size());
             assertEquals(dicts.size(), viaDefault.size());
+            assertEquals(dicts.size(), indexed.size());
+        }
+    }
+
+    @Test
+    void shouldReadTheTimeKeyFromTheIndexAndWalkWhenTheIndexDoesNotFit() throws Exception {
+        TrQueue q = factory.open(dir, "db", "T", "tm", 0, 1000, TrQueueOptions.defaults());
+        byte[] json = "{\"a\":\"x\",\"tm\":17,\"b\":[1]}".getBytes(StandardCharsets.UTF_8);
+        int[] fields = RecordFields.of(json);
+        assertEquals(17, q.appendJson(0, json, 0, json.length, 0, fields).tm());
+        // the index is what is read: one that leaves the member out hides it (the caller vouches for the index)
+        assertEquals(0, q.appendJson(0, json, 0, json.length, 0, java.util.Arrays.copyOf(fields, 3)).tm());
+        // an index that does not fit the bytes (outside them, not on a key, not compact) is not used: the walk reads
+        for (int[] bad : new int[][] {{0, 1}, {0, 5, 999}, {1, 5, 999}, {5, 10, 12}, {-1, 5, 8}}) {
+            assertEquals(17, q.appendJson(0, json, 0, json.length, 0, bad).tm(), java.util.Arrays.toString(bad));
         }
     }
 

@@ -99,6 +99,18 @@ public interface TrQueue extends AutoCloseable {
         return kw instanceof ObjectNode ? append(t, (ObjectNode) kw, userFlag) : null;
     }
 
+    /**
+     * {@link #appendJson(long, byte[], int, int, int)} with the record's top-level members indexed by the caller
+     * ({@code Kw.RECORD_FIELDS}: key, value start and value end per member, counted from {@code off}), or null: an
+     * implementation that reads a field of the record (the topic's time key) looks it up there instead of walking
+     * the bytes. The caller vouches for the index as for the record. The default ignores it.
+     *
+     * @since 1.6
+     */
+    default QueueMessage appendJson(long t, byte[] json, int off, int len, int userFlag, int[] fields) {
+        return appendJson(t, json, off, len, userFlag);
+    }
+
     /** Sets or clears hard flag bits on disk. @return 0 or -1 */
     int setHardFlag(QueueMessage msg, int mask, boolean set);
 

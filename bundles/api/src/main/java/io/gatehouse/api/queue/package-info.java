@@ -17,9 +17,12 @@
  *
  * <p>1.5.0 (minor): {@code TrQueue.recordBytes}, a default method (a message's record as stored, for an output that
  * takes it so): the default, null, sends the caller to {@code writeMsgJson}, as for a trqueue built against 1.4.
+ *
+ * <p>1.6.0 (minor): {@code TrQueue.appendJson} with the record's member index ({@code Kw.RECORD_FIELDS}), a default
+ * method: the default drops the index and appends as before, as a trqueue built against 1.5 does.
  */
 @Export
-@Version("1.5.0")
+@Version("1.6.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
