@@ -73,13 +73,8 @@ public class RecordScan extends JsonScan {
     private int formObject(int i, int depth, int start) {
         if (depth > MAX_DEPTH) return -1;
         int base = recKeys;
-        int f = first(i, '}');
-        if (f <= 0) {
-            if (~f != i + 2) inForm = false;
-            return ~f;
-        }
-        if (f != i + 1) inForm = false;
-        i = f;
+        i = compactFirst(i, '}');
+        if (i <= 0) return ~i;
         while (true) {
             int ks = i;
             i = key(i);
@@ -93,39 +88,38 @@ public class RecordScan extends JsonScan {
             i = formValue(i, depth);
             if (i < 0) return -1;
             if (depth == 1 && inForm) indexField(ks - start, vs - start, i - start);
-            int nx = next(i, '}');
-            if (nx <= 0) {
-                if (nx == 0) return -1;
-                if (~nx != i + 1) inForm = false;
+            i = compactNext(i, '}');
+            if (i <= 0) {
                 recKeys = base;
-                return ~nx;
+                return ~i;
             }
-            if (nx != i + 1) inForm = false;
-            i = nx;
         }
     }
 
     private int formArray(int i, int depth) {
         if (depth > MAX_DEPTH) return -1;
-        int f = first(i, ']');
-        if (f <= 0) {
-            if (~f != i + 2) inForm = false;
-            return ~f;
-        }
-        if (f != i + 1) inForm = false;
-        i = f;
+        i = compactFirst(i, ']');
+        if (i <= 0) return ~i;
         while (true) {
             i = formValue(i, depth);
             if (i < 0) return -1;
-            int nx = next(i, ']');
-            if (nx <= 0) {
-                if (nx == 0) return -1;
-                if (~nx != i + 1) inForm = false;
-                return ~nx;
-            }
-            if (nx != i + 1) inForm = false;
-            i = nx;
+            i = compactNext(i, ']');
+            if (i <= 0) return ~i;
         }
+    }
+
+    /** {@link #first}, and the container is out of form when whitespace follows its opening bracket. */
+    private int compactFirst(int i, char close) {
+        int f = first(i, close);
+        if (f != (f <= 0 ? ~(i + 2) : i + 1)) inForm = false;
+        return f;
+    }
+
+    /** {@link #next}, and the container is out of form when whitespace is around the comma or before the close. */
+    private int compactNext(int i, char close) {
+        int nx = next(i, close);
+        if (nx != 0 && nx != (nx < 0 ? ~(i + 1) : i + 1)) inForm = false;
+        return nx;
     }
 
     private int formValue(int i, int depth) {
