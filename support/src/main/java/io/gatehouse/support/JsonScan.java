@@ -179,12 +179,24 @@ public class JsonScan {
             int ve = fields[k + 2];
             // compact: the colon is the byte before the value
             if (ks < 0 || ks >= vs - 1 || vs >= ve || ve > n || a[ks] != '"' || a[vs - 1] != ':') return UNSURE;
-            if (equalsAt(ks, vs - 1, quotedName)) {
+            if (sameName(ks, vs - 1, quotedName)) {
                 indexedEnd = ve;
                 return vs;
             }
         }
         return ABSENT;
+    }
+
+    /**
+     * {@link #equalsAt} for a name, a byte at a time: a name is a few bytes, below what {@code Arrays.equals}'s
+     * vectorised compare pays for (it was half of a time-key lookup in the index).
+     */
+    private boolean sameName(int from, int to, byte[] quotedName) {
+        if (to - from != quotedName.length) return false;
+        for (int k = 1; k < quotedName.length; k++) {   // both start with a quote
+            if (a[from + k] != quotedName[k]) return false;
+        }
+        return true;
     }
 
     /** After {@link #field(String, int[])} found the field: the index after its value. */

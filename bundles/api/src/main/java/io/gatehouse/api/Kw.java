@@ -113,7 +113,8 @@ public final class Kw {
      * where it ends (exclusive), all counted from the record's first byte (the gbuffer's reader index). Given by the
      * gclass that made the record while it walked the bytes (C_RELAY), so that a gclass reading one top-level field
      * (a routing key, a queue's time key) finds it by comparing names instead of walking the record again. The
-     * sender vouches for it as for the record. A receiver that ignores it walks the bytes and finds the same.
+     * sender vouches for it as for the record. A receiver that ignores it walks the bytes and finds the same. Put
+     * and read with {@link #putRef} and {@link #ref} (a kw made by {@link #withGbuffer} holds it outside its dict).
      *
      * @since 2.7
      */
@@ -271,19 +272,29 @@ public final class Kw {
 
     /** Stores an object reference (not serialised). */
     public static void putRef(ObjectNode kw, String key, Object ref) {
-        if (kw instanceof GbufferKw && GBUFFER.equals(key) && ref instanceof ByteBuf) {
-            kw.remove(GBUFFER);
-            ((GbufferKw) kw).gbuffer = (ByteBuf) ref;
-            return;
+        if (kw instanceof GbufferKw) {
+            if (GBUFFER.equals(key) && ref instanceof ByteBuf) {
+                kw.remove(GBUFFER);
+                ((GbufferKw) kw).gbuffer = (ByteBuf) ref;
+                return;
+            }
+            if (RECORD_FIELDS.equals(key) && ref instanceof int[]) {
+                // no dict entry to remove first: ref reads the field before the dict
+                ((GbufferKw) kw).recordFields = (int[]) ref;
+                return;
+            }
         }
         kw.set(key, new POJONode(ref));
     }
 
     /** Reads an object reference of the given type; null if absent or of another type. */
     public static <T> T ref(JsonNode kw, String path, Class<T> type) {
-        if (kw instanceof GbufferKw && GBUFFER.equals(path) && ((GbufferKw) kw).gbuffer != null) {
-            ByteBuf b = ((GbufferKw) kw).gbuffer;
-            return type.isInstance(b) ? type.cast(b) : null;
+        if (kw instanceof GbufferKw) {
+            GbufferKw g = (GbufferKw) kw;
+            if (g.gbuffer != null && GBUFFER.equals(path)) return type.isInstance(g.gbuffer) ? type.cast(g.gbuffer) : null;
+            if (g.recordFields != null && RECORD_FIELDS.equals(path)) {
+                return type.isInstance(g.recordFields) ? type.cast(g.recordFields) : null;
+            }
         }
         JsonNode n = get(kw, path);
         if (n instanceof POJONode && type.isInstance(((POJONode) n).getPojo())) {
@@ -401,8 +412,10 @@ public final class Kw {
     public static ObjectNode copy(ObjectNode kw) {
         if (kw == null) return null;
         ObjectNode c = kw.deepCopy();
-        if (kw instanceof GbufferKw && ((GbufferKw) kw).gbuffer != null) {
-            c.set(GBUFFER, new POJONode(((GbufferKw) kw).gbuffer));
+        if (kw instanceof GbufferKw) {
+            GbufferKw g = (GbufferKw) kw;
+            if (g.gbuffer != null) c.set(GBUFFER, new POJONode(g.gbuffer));
+            if (g.recordFields != null) c.set(RECORD_FIELDS, new POJONode(g.recordFields));
         }
         return c;
     }

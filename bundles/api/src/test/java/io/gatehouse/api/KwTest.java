@@ -77,6 +77,24 @@ class KwTest {
     }
 
     @Test
+    void shouldKeepARecordsIndexOutOfTheDictOfABufferKwAndInItsCopies() {
+        int[] fields = {1, 6, 7};
+        ObjectNode kw = Kw.withGbuffer(Unpooled.copiedBuffer("{\"a\":1}", StandardCharsets.UTF_8));
+        kw.put(Kw.JSON_RECORD, true);
+        Kw.putRef(kw, Kw.RECORD_FIELDS, fields);
+        assertSame(fields, Kw.ref(kw, Kw.RECORD_FIELDS, int[].class));
+        assertNull(Kw.ref(kw, Kw.RECORD_FIELDS, String.class));
+        assertEquals(1, kw.size(), "not a dict entry: " + kw);
+        assertEquals("{\"__json_record__\":true}", Kw.toJson(kw));
+        assertSame(fields, Kw.ref(Kw.copy(kw), Kw.RECORD_FIELDS, int[].class), "a copy keeps the hint");
+        // any other kw holds it as a reference in its dict
+        ObjectNode plain = Kw.create();
+        Kw.putRef(plain, Kw.RECORD_FIELDS, fields);
+        assertSame(fields, Kw.ref(plain, Kw.RECORD_FIELDS, int[].class));
+        Kw.release(kw);
+    }
+
+    @Test
     void shouldRemoveMetadataKeysRecursivelyButKeepThreeUnderscores() throws Exception {
         ObjectNode kw = Kw.parse("{\"id\":\"1\",\"__x__\":1,\"_y\":2,\"___z\":3,\"d\":{\"__w__\":4}}");
         ObjectNode out = Kw.withoutMetadata(kw);
