@@ -157,6 +157,11 @@ public final class HttpBench {
         for (String c : o.configs) {
             if (!c.equals("raw") && !c.equals("gatehouse")) throw new IllegalArgumentException("unknown config " + c);
         }
+        if (o.configs.contains("gatehouse") && !Files.isRegularFile(demoConfig())) {
+            // said before the first round, not after the raw one has run
+            throw new IllegalArgumentException("the demo config " + demoConfig().toAbsolutePath() + " is not there: run"
+                    + " from the repository root, or give its path with -Dgatehouse.demo.config");
+        }
         System.out.printf(Locale.ROOT, "# http ingest: %d rounds, %d connections x %d requests in flight, %d lines of"
                         + " ~%d B per request (%d B body%s), fsync %s, sinks %s, warmup %.0f s, window %.0f s; JVM %s, %d cpus, load %s%n",
                 o.rounds, o.connections, o.pipeline, o.batch, o.size, ndjson.length,
@@ -370,11 +375,14 @@ public final class HttpBench {
 
     // --- (b) Gatehouse: the demo gateway ---
 
+    private static Path demoConfig() {
+        return Path.of(System.getProperty("gatehouse.demo.config", "runtime/felix/src/main/dist/conf/gatehouse.json"));
+    }
+
     static Result runGatehouse(Options o, byte[] body) throws Exception {
         Path data = Files.createTempDirectory("gatehouse-httpbench-");
         int[] ports = freePorts(5);
-        ObjectNode cfg = (ObjectNode) JSON.readTree(Files.readAllBytes(Path.of(System.getProperty(
-                "gatehouse.demo.config", "runtime/felix/src/main/dist/conf/gatehouse.json"))));
+        ObjectNode cfg = (ObjectNode) JSON.readTree(Files.readAllBytes(demoConfig()));
         ObjectNode vars = (ObjectNode) cfg.get("__json_config_variables__");
         vars.put("__input_port__", "" + ports[0]);
         vars.put("__sink0_port__", "" + ports[1]);
