@@ -162,9 +162,10 @@ public class JsonScan {
 
     /**
      * {@link #field(String)} looked up in the index of the loaded record's top-level members ({@code Kw.RECORD_FIELDS}:
-     * key, value start and value end per member, counted from the record's first byte, which {@link #load} puts at
-     * index 0), with no walk: the names are compared, the values not read. The value then ends at
-     * {@link #indexedEnd}. {@link #UNSURE} when the index does not fit the bytes loaded (the caller walks them).
+     * where each key starts, counted from the record's first byte, which {@link #load} puts at index 0), with no
+     * walk: the names are compared, the values not read. In a compact record the value runs from after the key's
+     * colon to the comma before the next key, or to the closing brace; it ends at {@link #indexedEnd}.
+     * {@link #UNSURE} when the index does not fit the bytes loaded (the caller walks them).
      */
     public final int field(String name, int[] fields) {
         if (!name.equals(fieldName)) {
@@ -172,16 +173,19 @@ public class JsonScan {
             fieldName = name;
         }
         byte[] quotedName = fieldBytes;
-        if (fields.length % 3 != 0) return UNSURE;
-        for (int k = 0; k < fields.length; k += 3) {
+        int len = quotedName.length;
+        int last = fields.length - 1;
+        if (last < 0 ? n != 2 : fields[0] != 1) return UNSURE;   // the first key follows the opening brace
+        for (int k = 0; k <= last; k++) {
             int ks = fields[k];
-            int vs = fields[k + 1];
-            int ve = fields[k + 2];
-            // compact: the colon is the byte before the value
-            if (ks < 0 || ks >= vs - 1 || vs >= ve || ve > n || a[ks] != '"' || a[vs - 1] != ':') return UNSURE;
-            if (sameName(ks, vs - 1, quotedName)) {
-                indexedEnd = ve;
-                return vs;
+            int next = k < last ? fields[k + 1] : n;   // the next key, or one past the closing brace
+            if (ks < 1 || ks >= next || next > n || a[ks] != '"' || a[next - 1] != (k < last ? ',' : '}')) {
+                return UNSURE;
+            }
+            // a name's bytes end with its closing quote: a key that starts with them is that name
+            if (ks + len + 1 < next - 1 && a[ks + len] == ':' && sameName(ks, ks + len, quotedName)) {
+                indexedEnd = next - 1;
+                return ks + len + 1;
             }
         }
         return ABSENT;

@@ -22,8 +22,8 @@ public class RecordScan extends JsonScan {
     private final int[] recKeyTo = new int[MAX_RECORD_KEYS];
     /** The keys held for the duplicate check: those of the objects open in the walk, innermost last. */
     protected int recKeys;
-    /** The top-level members indexed so far, three ints each (key, value start, value end). */
-    private final int[] fieldIndex = new int[3 * MAX_OBJECT_KEYS];
+    /** Where the top-level members indexed so far start (their keys' opening quotes). */
+    private final int[] fieldIndex = new int[MAX_OBJECT_KEYS];
     private int recFields;
     /** While {@link #recordObject} walks: every byte so far is as the record has it. */
     private boolean inForm;
@@ -63,11 +63,9 @@ public class RecordScan extends JsonScan {
         recFields = 0;
     }
 
-    /** Indexes a top-level member (at most {@value #MAX_OBJECT_KEYS}, as {@link #newKey} holds). */
-    protected final void indexField(int keyAt, int valueAt, int valueEnd) {
+    /** Indexes a top-level member by where its key starts (at most {@value #MAX_OBJECT_KEYS}, as {@link #newKey} holds). */
+    protected final void indexField(int keyAt) {
         fieldIndex[recFields++] = keyAt;
-        fieldIndex[recFields++] = valueAt;
-        fieldIndex[recFields++] = valueEnd;
     }
 
     private int formObject(int i, int depth, int start) {
@@ -84,10 +82,9 @@ public class RecordScan extends JsonScan {
             i = colon(i);
             if (i < 0) return -1;
             if (i != ke + 1) inForm = false;
-            int vs = i;
             i = formValue(i, depth);
             if (i < 0) return -1;
-            if (depth == 1 && inForm) indexField(ks - start, vs - start, i - start);
+            if (depth == 1 && inForm) indexField(ks - start);
             i = compactNext(i, '}');
             if (i <= 0) {
                 recKeys = base;

@@ -27,11 +27,11 @@ class RecordScanTest {
     @Test
     void shouldIndexTheMembersOfARecord() {
         assertArrayEquals(new int[0], fields("{}"));
-        assertArrayEquals(new int[] {1, 6, 11, 12, 17, 18}, fields("{\"id\":\"a-1\",\"tm\":5}"));
+        assertArrayEquals(new int[] {1, 12}, fields("{\"id\":\"a-1\",\"tm\":5}"));
         // nested members are not indexed, only the top level's
-        assertArrayEquals(new int[] {1, 5, 22, 23, 27, 33}, fields("{\"a\":{\"b\":[1,{\"c\":2}]},\"d\":[true]}"));
-        assertArrayEquals(new int[] {1, 9, 13}, fields("{\"k\\\"\\n\":\"\u00e9\"}"));
-        assertArrayEquals(new int[] {1, 5, 13}, fields("{\"s\":\"\\u001F\"}"));
+        assertArrayEquals(new int[] {1, 23}, fields("{\"a\":{\"b\":[1,{\"c\":2}]},\"d\":[true]}"));
+        assertArrayEquals(new int[] {1}, fields("{\"k\\\"\\n\":\"\u00e9\"}"));
+        assertArrayEquals(new int[] {1}, fields("{\"s\":\"\\u001F\"}"));
     }
 
     @Test
@@ -44,8 +44,8 @@ class RecordScanTest {
             assertNull(fields(other), other);
         }
         // three underscores, or two alone, are not metadata; the same key in two objects is not a key twice
-        assertArrayEquals(new int[] {1, 8, 9, 10, 15, 16}, fields("{\"___x\":1,\"__\":2}"));
-        assertArrayEquals(new int[] {1, 5, 12, 13, 17, 24}, fields("{\"a\":{\"a\":1},\"b\":{\"a\":1}}"));
+        assertArrayEquals(new int[] {1, 10}, fields("{\"___x\":1,\"__\":2}"));
+        assertArrayEquals(new int[] {1, 13}, fields("{\"a\":{\"a\":1},\"b\":{\"a\":1}}"));
     }
 
     @Test

@@ -109,8 +109,9 @@ public final class Kw {
 
     /**
      * On a {@link #JSON_RECORD} message, beside the record: a reference to an {@code int[]} indexing its top-level
-     * members, three ints each, in the record's order: where the key's opening quote is, where the value starts, and
-     * where it ends (exclusive), all counted from the record's first byte (the gbuffer's reader index). Given by the
+     * members, one int each, in the record's order: where the member's key starts (its opening quote), counted from
+     * the record's first byte (the gbuffer's reader index). A record is compact, so the value runs from after the
+     * colon that ends the key to the comma before the next member's key, or to the closing brace for the last. Given by the
      * gclass that made the record while it walked the bytes (C_RELAY), so that a gclass reading one top-level field
      * (a routing key, a queue's time key) finds it by comparing names instead of walking the record again. The
      * sender vouches for it as for the record. A receiver that ignores it walks the bytes and finds the same. Put

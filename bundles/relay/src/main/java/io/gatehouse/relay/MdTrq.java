@@ -360,8 +360,8 @@ final class MdTrq extends RecordScan {
     }
 
     /**
-     * After {@link #record} gave a record: its top-level members indexed as {@code Kw.RECORD_FIELDS} has them (key,
-     * value start, value end, counted from the record's first byte), taken in the same walk.
+     * After {@link #record} gave a record: its top-level members indexed as {@code Kw.RECORD_FIELDS} has them (where
+     * each key starts, counted from the record's first byte), taken in the same walk.
      */
     int[] copiedFields() {
         return takeFields();
@@ -417,10 +417,9 @@ final class MdTrq extends RecordScan {
                     copy(ks, ke);
                     rec[ro++] = ':';
                 }
-                int valueAt = ro;
                 i = recValue(i, depth);
                 if (i < 0) return -1;
-                if (top && recOk) indexField(keyAt, valueAt, ro);
+                if (top && recOk) indexField(keyAt);
             }
             i = next(i, '}');
             if (i <= 0) {

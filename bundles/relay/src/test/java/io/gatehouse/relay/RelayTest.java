@@ -401,12 +401,12 @@ class RelayTest {
         start("C_SOME_TOKEN_OUTPUT");
         String body = "{\"id\":1,\"x\":2}\n{\"id\":2,\"x\":3}";
         // one entry for two ranges, and it leaves a member out: not the producer's word on each, so none is taken
-        receiveBatch(body, new int[] {0, 14, 15, 29}, new int[][] {{1, 6, 7}}, 7, 3);
+        receiveBatch(body, new int[] {0, 14, 15, 29}, new int[][] {{1}}, 7, 3);
         FakeDurableOutput out = output();
         rt.run(() -> {
             assertEquals(2, out.stored.size());
             for (int i = 0; i < 2; i++) {
-                assertArrayEquals(new int[] {1, 6, 7, 8, 12, 13}, Kw.ref(out.stored.get(i), Kw.RECORD_FIELDS, int[].class),
+                assertArrayEquals(new int[] {1, 8}, Kw.ref(out.stored.get(i), Kw.RECORD_FIELDS, int[].class),
                         "indexed by the relay's walk");
             }
         });

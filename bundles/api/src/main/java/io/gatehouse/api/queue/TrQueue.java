@@ -101,7 +101,7 @@ public interface TrQueue extends AutoCloseable {
 
     /**
      * {@link #appendJson(long, byte[], int, int, int)} with the record's top-level members indexed by the caller
-     * ({@code Kw.RECORD_FIELDS}: key, value start and value end per member, counted from {@code off}), or null: an
+     * ({@code Kw.RECORD_FIELDS}: where each member's key starts, counted from {@code off}), or null: an
      * implementation that reads a field of the record (the topic's time key) looks it up there instead of walking
      * the bytes. The caller vouches for the index as for the record. The default ignores it.
      *
