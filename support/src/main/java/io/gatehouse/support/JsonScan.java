@@ -127,11 +127,16 @@ public class JsonScan {
 
     /** {@link #field(byte[])} of {@code name} as Jackson writes it; the last name's bytes are kept. */
     public final int field(String name) {
+        return field(quotedField(name));
+    }
+
+    /** {@link #quoted} of {@code name}, kept for the next look-up of the same name. */
+    private byte[] quotedField(String name) {
         if (!name.equals(fieldName)) {
             fieldBytes = quoted(name);
             fieldName = name;
         }
-        return field(fieldBytes);
+        return fieldBytes;
     }
 
     /**
@@ -161,18 +166,30 @@ public class JsonScan {
     }
 
     /**
-     * {@link #field(String)} looked up in the index of the loaded record's top-level members ({@code Kw.RECORD_FIELDS}:
-     * where each key starts, counted from the record's first byte, which {@link #load} puts at index 0), with no
-     * walk: the names are compared, the values not read. In a compact record the value runs from after the key's
-     * colon to the comma before the next key, or to the closing brace; it ends at {@link #indexedEnd}.
-     * {@link #UNSURE} when the index does not fit the bytes loaded (the caller walks them).
+     * The value of the top-level field {@code name} of the loaded object: its first index, with the index after it in
+     * {@link #valueEnd} (-1 when the walk does not take the value); {@link #ABSENT} or {@link #UNSURE} as for
+     * {@link #field(String)}. {@code fields}, the record's member index ({@code Kw.RECORD_FIELDS}) or null, finds the
+     * field with no walk; an index that does not fit the bytes is not used.
      */
-    public final int field(String name, int[] fields) {
-        if (!name.equals(fieldName)) {
-            fieldBytes = quoted(name);
-            fieldName = name;
+    public final int fieldValue(String name, int[] fields) {
+        int i = fields == null ? UNSURE : indexedField(quotedField(name), fields);
+        if (i == UNSURE) {   // no index, or one that does not fit: the walk
+            i = field(name);
+            valueEnd = i >= 0 ? value(i, 1) : -1;
         }
-        byte[] quotedName = fieldBytes;
+        return i;
+    }
+
+    /** After {@link #fieldValue}: the index after the value found. */
+    protected int valueEnd;
+
+    /**
+     * {@link #field(byte[])} looked up in a record's member index (where each key starts, counted from the record's
+     * first byte, which {@link #load} puts at index 0): the names are compared, the values not read. In a compact
+     * record the value runs from after the key's colon to the comma before the next key, or to the closing brace; it
+     * ends at {@link #valueEnd}. {@link #UNSURE} when the index does not fit the bytes loaded.
+     */
+    private int indexedField(byte[] quotedName, int[] fields) {
         int len = quotedName.length;
         int last = fields.length - 1;
         if (last < 0 ? n != 2 : fields[0] != 1) return UNSURE;   // the first key follows the opening brace
@@ -183,28 +200,13 @@ public class JsonScan {
                 return UNSURE;
             }
             // a name's bytes end with its closing quote: a key that starts with them is that name
-            if (ks + len + 1 < next - 1 && a[ks + len] == ':' && sameName(ks, ks + len, quotedName)) {
-                indexedEnd = next - 1;
+            if (ks + len + 1 < next - 1 && a[ks + len] == ':' && equalsAt(ks, ks + len, quotedName)) {
+                valueEnd = next - 1;
                 return ks + len + 1;
             }
         }
         return ABSENT;
     }
-
-    /**
-     * {@link #equalsAt} for a name, a byte at a time: a name is a few bytes, below what {@code Arrays.equals}'s
-     * vectorised compare pays for (it was half of a time-key lookup in the index).
-     */
-    private boolean sameName(int from, int to, byte[] quotedName) {
-        if (to - from != quotedName.length) return false;
-        for (int k = 1; k < quotedName.length; k++) {   // both start with a quote
-            if (a[from + k] != quotedName[k]) return false;
-        }
-        return true;
-    }
-
-    /** After {@link #field(String, int[])} found the field: the index after its value. */
-    protected int indexedEnd;
 
     /**
      * The node of the value in [from, to) as Jackson reads it: a string without escapes decoded here, anything

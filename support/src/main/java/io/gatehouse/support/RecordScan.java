@@ -39,8 +39,7 @@ public class RecordScan extends JsonScan {
      * {@code __x} key), which is not an error: such an object is made into a record by a walk that copies it.
      */
     public final int recordObject(int i) {
-        recKeys = 0;
-        recFields = 0;
+        resetRecord();
         inForm = true;
         int end = formObject(i, 1, i);
         if (end < 0) inForm = false;

@@ -41,17 +41,12 @@ final class RecordKey extends JsonScan {
     int lastdigits(ByteBuf buf, int[] fields, String path, int digits, int children) {
         key = null;
         if (path.indexOf('`') < 0 && load(buf)) {
-            int r = fields == null ? UNSURE : field(path, fields);
-            int end = indexedEnd;
-            if (r == UNSURE) {   // no index, or one that does not fit: the walk
-                r = field(path);
-                end = r >= 0 ? value(r, 1) : -1;
-            }
+            int r = fieldValue(path, fields);
             if (r == ABSENT) return -1;
             if (r >= 0) {
-                if (end < 0) return -1;
-                int child = children > 0 ? fromDigits(r, end, digits, children) : -1;
-                if (child < 0) key = node(r, end);
+                if (valueEnd < 0) return -1;
+                int child = children > 0 ? fromDigits(r, valueEnd, digits, children) : -1;
+                if (child < 0) key = node(r, valueEnd);
                 return child;
             }
         }

@@ -27,15 +27,10 @@ final class RecordTm extends JsonScan {
      */
     long tm(byte[] rec, int off, int len, int[] fields, String tkey, int sf) {
         if (!load(rec, off, len)) return Long.MIN_VALUE;
-        int i = fields == null ? UNSURE : field(tkey, fields);
-        int end = indexedEnd;
-        if (i == UNSURE) {   // no index, or one that does not fit: the walk
-            i = field(tkey);
-            if (i == UNSURE) return Long.MIN_VALUE;
-            end = i >= 0 ? value(i, 1) : -1;
-        }
+        int i = fieldValue(tkey, fields);
+        if (i == UNSURE) return Long.MIN_VALUE;
         if (i == ABSENT) return 0;   // no such field
-        return end < 0 ? Long.MIN_VALUE : tmOf(i, end, sf);
+        return valueEnd < 0 ? Long.MIN_VALUE : tmOf(i, valueEnd, sf);
     }
 
     /** {@link RecordJson#tmOf} of the value in [from, to). */
