@@ -304,6 +304,12 @@ public final class ProtMqtt implements GObjBehavior {
     // --- Private data ---
 
     private final GObj gobj;
+    /**
+     * Rows looked at after each queue's noted position for a QoS 2 resend after a restart: the message went up alone
+     * (the core thread runs it to the queue before anything else), so it is the first; the rest is margin.
+     */
+    static final int RECORDS_AFTER_POSITIONS = 4;
+
     /** The yuno's queue factory, if any: QoS 2 ids are noted only once the queues wrote what they took. */
     private final Supplier<TrQueueFactory> queues;
     private final ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
@@ -1298,6 +1304,15 @@ public final class ProtMqtt implements GObjBehavior {
                     txAck(MqttMessageType.PUBREC, id);
                     return;
                 }
+                String intent = session.intents.get(id);
+                if (intent != null && queuedBeforeTheRestart(intent, topic, payload)) {
+                    // a kill came after the queue took it and before its id was noted: answered, not queued twice
+                    gobj.inc(QOS2_DUPLICATES);
+                    sessions.putQos2(session, id, Sessions.DURABLE);
+                    gobj.inc(ACKS);
+                    txAck(MqttMessageType.PUBREC, id);
+                    return;
+                }
             }
             int max = receiveMaximum();
             int unacked = pending.size() + session.qos2.size() - pendingQos2;
@@ -1318,21 +1333,75 @@ public final class ProtMqtt implements GObjBehavior {
             md.packetId = id;
             md.qos = qos;
             Sessions.Session own = session;
+            // Where the queues stand goes to the session store first: a kill between the queue taking the message
+            // and the id being noted below leaves this note, and the resend after the restart finds the message in
+            // the row after them (queuedBeforeTheRestart) rather than queueing it twice.
+            if (qos == 2) noteIntent(own, id);
             up(topic, payload, md);
-            if (qos == 2 && own == session) {
-                Long still = pending.get(id);
+            if (qos == 2) {
+                Long still = own == session ? pending.get(id) : null;
+                boolean taken = still != null && (still >>> 2) == s;
                 // The queue took it (no refusal came back inside the send): from now on a resend is not queued. The
                 // queue may hold its record back until the end of the loop's turn: it goes to the file first, so
-                // that a crash never leaves the id noted without the record (a failed write: not noted, and a
-                // resend after a reconnect may be queued twice rather than lost).
-                if (still != null && (still >>> 2) == s && recordsWritten()) {
-                    sessions.putQos2(session, id, Sessions.RECEIVED);
-                }
+                // that a crash never leaves the id noted without the record (a failed write: not noted, and the
+                // note of the positions stays, for the resend after a crash to look the record up).
+                if (taken && recordsWritten()) sessions.putQos2(session, id, Sessions.RECEIVED);
+                else if (!taken) sessions.dropIntent(own, id);
             }
             if (pending.size() >= max) updateBottomPause();
         } finally {
             payload.release();
         }
+    }
+
+    /** Notes in the session store where the queues stand before a QoS 2 message goes up (see {@link Sessions#intend}). */
+    private void noteIntent(Sessions.Session s, int id) {
+        TrQueueFactory f = s.persistent ? queues.get() : null;
+        if (f != null) sessions.intend(s, id, f.positions());
+    }
+
+    /**
+     * Whether the message of this QoS 2 resend is in a queue already, written by the run before a restart in the rows
+     * after the positions noted before it went up: the kill came after the queue took it and before its id was
+     * noted. Compared as JSON without the top-level {@code __} keys (the ack data the relay drops, the keys the
+     * queue drops). Said in the log either way: this happens once per kill at most.
+     */
+    private boolean queuedBeforeTheRestart(String positions, String topic, ByteBuf payload) {
+        TrQueueFactory f = queues.get();
+        List<byte[]> records = f == null ? List.of() : f.earlierRecordsAfter(positions, RECORDS_AFTER_POSITIONS);
+        boolean found = false;
+        if (!records.isEmpty()) {
+            ByteBuf msg = ingest.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), topic, payload, null, false);
+            JsonNode sent;
+            try {
+                sent = withoutUnderscoreKeys(io.netty.buffer.ByteBufUtil.getBytes(msg));
+            } finally {
+                msg.release();
+            }
+            for (int i = 0; i < records.size() && sent != null && !found; i++) {
+                found = sent.equals(withoutUnderscoreKeys(records.get(i)));
+            }
+        }
+        Glog.info(gobj, found
+                        ? "MQTT QoS 2 resend after a restart: the queue took its message before the kill, answered, not queued again"
+                        : "MQTT QoS 2 resend after a restart: its message is not in the queues, queued now",
+                "peername", peer, "client_id", session.clientId, "records_looked_at", records.size());
+        return found;
+    }
+
+    /** The JSON object of {@code json} without its top-level {@code __} keys; null when it is not one. */
+    private static JsonNode withoutUnderscoreKeys(byte[] json) {
+        JsonNode n;
+        try {
+            n = Kw.MAPPER.readTree(json);
+        } catch (java.io.IOException notJson) {
+            return null;
+        }
+        if (!(n instanceof ObjectNode)) return null;
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+            if (it.next().getKey().startsWith("__")) it.remove();
+        }
+        return n;
     }
 
     /** What the queues took on this thread is in their files (a crash of the process keeps it); false: not yet. */

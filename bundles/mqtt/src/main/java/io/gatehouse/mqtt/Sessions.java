@@ -39,9 +39,12 @@ import java.util.function.Consumer;
  * <pre>
  *   S C expiry_s   a persistent session (expiry interval in seconds; -1 = never)
  *   E C epoch_ms   the session's client disconnected at that time (its expiry counts from there)
+ *   I C id P       QoS 2 id about to be handed to the queues, which stood at positions P (the queue factory's
+ *                  {@code positions}): if no A, D or R follows, a kill came while the message went up, and
+ *                  whether the queue took it is read in the queues after the restart
  *   A C id         QoS 2 id taken: handed to the queue, durability not confirmed yet
  *   D C id         QoS 2 id durable: PUBREC sent
- *   R C id         QoS 2 id released (PUBREL) or refused
+ *   R C id         QoS 2 id released (PUBREL) or refused, or its I not followed by the queue taking it
  *   X C            session removed
  * </pre>
  * One store per data directory (one yuno per data directory, as for persistent attributes), shared by every
@@ -81,6 +84,12 @@ final class Sessions {
         final java.util.Set<Integer> unconfirmed = new java.util.HashSet<>();
         /** Ids of {@link #unconfirmed} resent on the session's connection: answered when their ack comes. */
         final java.util.Set<Integer> waiting = new java.util.HashSet<>();
+        /**
+         * QoS 2 ids being handed to the queues, with the queues' positions just before: one while its message goes
+         * up, and after a restart the ones a kill cut there (their I line has nothing after it). Bounded as
+         * {@link #qos2} is: an id leaves when the queue took it, it was refused, or its resend was resolved.
+         */
+        final Map<Integer, String> intents = new HashMap<>();
         /** Taken out of the store: changes to it are not logged any more. */
         boolean removed;
 
@@ -225,12 +234,42 @@ final class Sessions {
 
     void putQos2(Session s, int packetId, byte state) {
         Byte old = s.qos2.put(packetId, state);
-        if (s.persistent && !s.removed && (old == null || old != state)) append(state == DURABLE ? 'D' : 'A', s.key, packetId);
+        boolean intended = s.intents.remove(packetId) != null;
+        if (s.persistent && !s.removed && (old == null || old != state || intended)) {
+            append(state == DURABLE ? 'D' : 'A', s.key, packetId);
+        }
     }
 
     void releaseQos2(Session s, int packetId) {
         s.waiting.remove(packetId);
-        if (s.qos2.remove(packetId) != null && s.persistent && !s.removed) append('R', s.key, packetId);
+        boolean intended = s.intents.remove(packetId) != null;
+        if ((s.qos2.remove(packetId) != null || intended) && s.persistent && !s.removed) append('R', s.key, packetId);
+    }
+
+    /**
+     * Notes, before a QoS 2 message goes up, where the queues stand ({@code positions}, the queue factory's): a
+     * kill before {@link #putQos2} or {@link #releaseQos2} leaves the note, and the id's resend after the restart
+     * looks in the rows after those positions. Nothing for a session that is not logged, or without positions.
+     */
+    void intend(Session s, int packetId, String positions) {
+        if (!s.persistent || s.removed || !oneWord(positions)) return;
+        s.intents.put(packetId, positions);
+        append('I', s.key, packetId, positions);
+    }
+
+    /** Printable ASCII without a space: what a log line's last field can hold. */
+    private static boolean oneWord(String text) {
+        if (text == null || text.isEmpty()) return false;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c <= ' ' || c >= 127) return false;
+        }
+        return true;
+    }
+
+    /** The note of {@link #intend} is no longer needed (the message did not reach the queue): dropped. */
+    void dropIntent(Session s, int packetId) {
+        if (s.intents.remove(packetId) != null && s.persistent && !s.removed) append('R', s.key, packetId);
     }
 
     int size() {
@@ -299,6 +338,8 @@ final class Sessions {
         s.unconfirmed.forEach(u::add);
         ArrayNode w = o.putArray("waiting");
         s.waiting.forEach(w::add);
+        ArrayNode in = o.putArray("intents");
+        for (Map.Entry<Integer, String> e : s.intents.entrySet()) in.addArray().add(e.getKey()).add(e.getValue());
     }
 
     /**
@@ -348,6 +389,8 @@ final class Sessions {
             for (JsonNode e : o.path("qos2")) s.qos2.put(e.get(0).asInt(), (byte) e.get(1).asInt());
             for (JsonNode e : o.path("unconfirmed")) s.unconfirmed.add(e.asInt());
             for (JsonNode e : o.path("waiting")) s.waiting.add(e.asInt());
+            // a state of a revision before the intents has none
+            for (JsonNode e : o.path("intents")) s.intents.put(e.get(0).asInt(), e.get(1).asText());
             byUid.put(s.uid, s);
             if (o.path("in_store").asBoolean()) sessions.put(s.clientId, s);
         }
@@ -427,14 +470,22 @@ final class Sessions {
                 case 'E':
                     if (s != null) s.disconnectedAt = Long.parseLong(f[2]);
                     return s != null;
+                case 'I':
+                    if (s == null || f.length < 4) return false;
+                    s.intents.put(Integer.parseInt(f[2]), f[3]);
+                    return true;
                 case 'A':
                 case 'D':
                     if (s == null) return false;
                     // After a restart no ack can come for an id taken before it: see ProtMqtt on orphans.
                     s.qos2.put(Integer.parseInt(f[2]), f[0].charAt(0) == 'D' ? DURABLE : RECEIVED);
+                    s.intents.remove(Integer.parseInt(f[2]));
                     return true;
                 case 'R':
-                    if (s != null) s.qos2.remove(Integer.parseInt(f[2]));
+                    if (s != null) {
+                        s.qos2.remove(Integer.parseInt(f[2]));
+                        s.intents.remove(Integer.parseInt(f[2]));
+                    }
                     return s != null;
                 case 'X':
                     byKey.remove(key);
@@ -465,6 +516,10 @@ final class Sessions {
                 sb.append(e.getValue() == DURABLE ? "D " : "A ").append(s.key).append(' ').append(e.getKey()).append('\n');
                 n++;
             }
+            for (Map.Entry<Integer, String> e : s.intents.entrySet()) {
+                sb.append("I ").append(s.key).append(' ').append(e.getKey()).append(' ').append(e.getValue()).append('\n');
+                n++;
+            }
         }
         try (FileChannel t = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
@@ -482,8 +537,14 @@ final class Sessions {
     }
 
     private void append(char op, String key, long value) {
+        append(op, key, value, null);
+    }
+
+    /** One line: {@code op key [value [text]]}; {@code text} is ASCII without whitespace (positions). */
+    private void append(char op, String key, long value, String text) {
         if (log == null) return;
-        ByteBuffer line = key.length() + 32 <= this.line.capacity() ? this.line : ByteBuffer.allocate(key.length() + 32);
+        int need = key.length() + 32 + (text == null ? 0 : text.length() + 1);
+        ByteBuffer line = need <= this.line.capacity() ? this.line : ByteBuffer.allocate(need);
         line.clear();
         line.put((byte) op).put((byte) ' ');
         for (int i = 0; i < key.length(); i++) line.put((byte) key.charAt(i));
@@ -491,6 +552,10 @@ final class Sessions {
             line.put((byte) ' ');
             String v = Long.toString(value);
             for (int i = 0; i < v.length(); i++) line.put((byte) v.charAt(i));
+        }
+        if (text != null) {
+            line.put((byte) ' ');
+            for (int i = 0; i < text.length(); i++) line.put((byte) text.charAt(i));
         }
         line.put((byte) '\n');
         line.flip();

@@ -520,6 +520,142 @@ class ProtMqttTest {
         assertEquals(2, queues.calls.get());
     }
 
+    /**
+     * A queue factory that says where its queues stand ({@link #positions}) and, standing for the process started
+     * again, which records an earlier run wrote after given positions ({@link #earlier}); its write of what it holds
+     * back answers {@link #writes}.
+     */
+    static final class Positions implements io.gatehouse.api.queue.TrQueueFactory {
+        volatile String positions = "cXVldWU.41";
+        volatile boolean writes = true;
+        final Map<String, List<byte[]>> earlier = new java.util.concurrent.ConcurrentHashMap<>();
+        final List<String> askedAfter = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        @Override
+        public io.gatehouse.api.queue.TrQueue open(java.nio.file.Path p, String db, String topic, String tkey, int sf,
+                                                   long backup, io.gatehouse.api.queue.TrQueueOptions o) {
+            throw new UnsupportedOperationException("no queue in this test");
+        }
+
+        @Override
+        public boolean writeHeldBack() {
+            return writes;
+        }
+
+        @Override
+        public String positions() {
+            return positions;
+        }
+
+        @Override
+        public List<byte[]> earlierRecordsAfter(String at, int max) {
+            askedAfter.add(at);
+            List<byte[]> r = earlier.getOrDefault(at, List.of());
+            return r.subList(0, Math.min(max, r.size()));
+        }
+    }
+
+    private void startWith(io.gatehouse.api.queue.TrQueueFactory queues) {
+        if (rt != null) rt.close();
+        rt = YunoRuntime.builder().name("mqtttest").clock(clock).dataDir(data)
+                .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeSocket.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
+                .extension(io.gatehouse.api.queue.TrQueueFactory.class, queues)
+                .config(String.format(CONFIG, ProtMqtt.GCLASS, "")).build().start();
+        found();
+        taken.clear();
+        client = new TestClient(MqttVersion.MQTT_3_1_1);
+        connect(client.encode(client.connectBuilder("kept").cleanSession(false).build()));
+    }
+
+    private List<String> sessionsLog() throws Exception {
+        return java.nio.file.Files.readAllLines(data.resolve("mqtt").resolve("sessions.log"));
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldNoteWhereTheQueuesStandBeforeAQos2MessageGoesUp() throws Exception {
+        Positions queues = new Positions();
+        startWith(queues);
+        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("kept"));
+        rx(client.publish("t", 2, 7, "{\"id\":7}"));
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        List<String> lines = sessionsLog();
+        int intent = lines.indexOf("I " + key + " 7 cXVldWU.41");
+        assertTrue(intent >= 0, lines.toString());
+        assertEquals("A " + key + " 7", lines.get(intent + 1), "noted once the queue took it, right after");
+        rx(client.publish("t", 1, 8, "{\"id\":8}"));
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        assertEquals(lines.size(), sessionsLog().size(), "QoS 1 notes nothing");
+        // positions that a log line cannot hold are not noted (the resend may then be queued twice, as before)
+        queues.positions = "two words";
+        rx(client.publish("t", 2, 9, "{\"id\":9}"));
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        assertFalse(sessionsLog().stream().anyMatch(l -> l.startsWith("I " + key + " 9")), sessionsLog().toString());
+    }
+
+    @Test
+    void shouldAnswerAResendAfterAKillWhenTheQueueTookItsMessageAndQueueItWhenNot() throws Exception {
+        Positions queues = new Positions();
+        queues.writes = false;   // the kill comes between the queue taking the message and its id being noted
+        startWith(queues);
+        byte[] took = client.publish("t", 2, 7, "{\"id\":7}");
+        byte[] missed = client.publish("t", 2, 8, "{\"id\":8,\"n\":1.50}");
+        rx(took);
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        queues.positions = "cXVldWU.42";
+        rx(missed);
+        up.await(Ev.EV_ON_MESSAGE, 2000);
+        rt.close();
+        rt = null;
+
+        // started again: the queue holds id 7's message in the row after its noted position (as the relay and the
+        // queue store it: spaced otherwise, the ack data gone, a __ key of the queue's); the row after id 8's holds
+        // another message
+        queues.writes = true;
+        queues.earlier.put("cXVldWU.41", List.of(utf8("{\"__t__\":5, \"id\": 7, \"mqtt_topic\": \"t\"}")));
+        queues.earlier.put("cXVldWU.42", List.of(utf8("{\"id\":8,\"n\":1.5,\"mqtt_topic\":\"other\"}")));
+        startWith(queues);
+        rx(took);
+        List<MqttMessage> out = written();
+        assertEquals(1, out.size(), out.toString());
+        assertEquals(MqttMessageType.PUBREC, out.get(0).fixedHeader().messageType());
+        assertEquals(0, up.count(Ev.EV_ON_MESSAGE), "found in the queue: not queued twice");
+        assertEquals(1, stat("qos2_duplicates"));
+        assertTrue(logged("the queue took its message before the kill"));
+        rx(missed);
+        assertNotNull(up.await(Ev.EV_ON_MESSAGE, 2000), "not in the queue: queued now");
+        assertTrue(logged("its message is not in the queues, queued now"));
+        assertEquals(List.of("cXVldWU.41", "cXVldWU.42"), queues.askedAfter);
+        rx(client.pubrel(7));
+        assertEquals(MqttMessageType.PUBCOMP, written().get(0).fixedHeader().messageType());
+
+        // id 7 was settled: after one more restart its resend is a PUBREC from the session (no look in the queues),
+        // and after its PUBREL nothing of it is left
+        rx(client.publish("t", 2, 7, "{\"id\":70}"));
+        assertNotNull(up.await(Ev.EV_ON_MESSAGE, 2000), "released: a new message");
+        startWith(queues);
+        assertEquals(List.of("cXVldWU.41", "cXVldWU.42"), queues.askedAfter, "nothing left to look up");
+    }
+
+    @Test
+    void shouldLeaveNothingToLookUpForAMessageTheQueueRefused() throws Exception {
+        Positions queues = new Positions();
+        startWith(queues);
+        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("kept"));
+        rx(client.publish("t", 2, 7, "{\"id\":7}"));
+        answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), -1);   // refused: 3.1.1 closes, the client sends it again
+        List<String> lines = sessionsLog();
+        assertTrue(lines.indexOf("R " + key + " 7") > lines.indexOf("I " + key + " 7"), lines.toString());
+        startWith(queues);
+        queues.earlier.put("cXVldWU.41", List.of(utf8("{\"id\":7,\"mqtt_topic\":\"t\"}")));
+        rx(client.publish("t", 2, 7, "{\"id\":7}"));
+        assertNotNull(up.await(Ev.EV_ON_MESSAGE, 2000), "refused before: queued now, without a look in the queues");
+        assertTrue(queues.askedAfter.isEmpty(), queues.askedAfter.toString());
+    }
+
     @Test
     void shouldKeepQos2IdsOfAPersistentSessionAcrossARestart() throws Exception {
         start("");

@@ -47,6 +47,47 @@ class SessionsTest {
     }
 
     @Test
+    void shouldKeepTheNoteOfAnIdAKillCutUntilItsResendSettlesIt() throws Exception {
+        Sessions s = Sessions.acquire(data, this, 0, w -> { });
+        Sessions.Session a = s.create("cut", true, -1, 10, 0);
+        s.intend(a, 1, "cXVldWU.10");
+        s.putQos2(a, 1, Sessions.RECEIVED);   // the queue took it, noted: the note is done with
+        s.intend(a, 2, "cXVldWU.11");
+        s.releaseQos2(a, 2);                  // refused
+        s.intend(a, 3, "cXVldWU.12");
+        s.dropIntent(a, 3);                   // never reached the queue
+        s.intend(a, 4, "cXVldWU.13");         // ... and the kill
+        Sessions.Session clean = s.create("clean", false, 0, 10, 0);
+        s.intend(clean, 5, "cXVldWU.14");     // a clean session is not logged
+        s.intend(a, 6, "two words");          // not a one-word text: not noted
+        assertEquals(java.util.Set.of(1), a.qos2.keySet());
+        assertEquals(java.util.Map.of(4, "cXVldWU.13"), a.intents);
+
+        s.release();
+
+        // the restart: the log gives back the note the kill cut, and a compaction keeps it
+        Sessions again = Sessions.acquire(data, this, 0, w -> { });
+        assertEquals(java.util.Map.of(4, "cXVldWU.13"), again.get("cut", 0).intents);
+        assertNull(again.get("clean", 0));
+        again.release();
+        Sessions third = Sessions.acquire(data, this, 0, w -> { });
+        Sessions.Session back = third.get("cut", 0);
+        assertEquals(java.util.Map.of(4, "cXVldWU.13"), back.intents, "kept through the compaction at load");
+        third.putQos2(back, 4, Sessions.DURABLE);   // its resend found it in a queue
+        third.release();
+        Sessions fourth = Sessions.acquire(data, this, 0, w -> { });
+        assertTrue(fourth.get("cut", 0).intents.isEmpty());
+        assertEquals(Sessions.DURABLE, fourth.get("cut", 0).qos2.get(4));
+        // and a live upgrade hands the notes over with the rest
+        fourth.intend(fourth.get("cut", 0), 9, "cXVldWU.20");
+        com.fasterxml.jackson.databind.node.ObjectNode st = fourth.handOver();
+        Sessions adopted = Sessions.adopt(data, this, st, w -> { });
+        assertEquals(java.util.Map.of(9, "cXVldWU.20"), adopted.get("cut", 0).intents);
+        adopted.release();
+        fourth.release();
+    }
+
+    @Test
     void shouldCompactTheLogAndKeepItBounded() throws Exception {
         Sessions s = Sessions.acquire(data, this, 0, w -> { });
         Sessions.Session a = s.create("busy", true, -1, 10, 0);

@@ -37,6 +37,11 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     private final FileOps ops;
     private ScheduledExecutorService flusher;
     private final Set<TrQueueImpl> open = ConcurrentHashMap.newKeySet();
+    /**
+     * Each topic's last rowid when this factory first opened it: what an earlier run of the process wrote. Kept
+     * across a close and open again, so that this run's rows never count as an earlier run's. One entry per topic.
+     */
+    private final Map<Path, Long> earlierRunLastRowid = new ConcurrentHashMap<>();
 
     public TrQueueFactoryImpl() {
         this(new FileOps());
@@ -106,7 +111,8 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
                 tp.vars.put("backup_queue_size", backupQueueSize);
                 tp.saveVars();
             }
-            TrQueueImpl q = new TrQueueImpl(this, ops, dbDir, topicName, tp, opts, lockCh, lock);
+            long earlier = earlierRunLastRowid.computeIfAbsent(topicDir.toAbsolutePath().normalize(), d -> tp.lastRowid);
+            TrQueueImpl q = new TrQueueImpl(this, ops, dbDir, topicName, tp, opts, lockCh, lock, earlier);
             open.add(q);
             return q;
         } catch (IOException e) {
@@ -155,6 +161,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         if (backupQueueSize > 0 && q.backupQueueSize() != backupQueueSize) {
             q.setBackupQueueSize(backupQueueSize);
         }
+        earlierRunLastRowid.putIfAbsent(dbDir.resolve(topicName).toAbsolutePath().normalize(), q.earlierRunLastRowid());
         open.add(q);
         q.startAdopted();
         return q;
@@ -166,6 +173,39 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         boolean ok = true;
         for (TrQueueImpl q : open) ok &= q.writeHeldBackOnOwner();
         return ok;
+    }
+
+    /** {@code <topic dir, base64>.<last rowid>} for each open queue owned by the calling thread's loop, comma-separated. */
+    @Override
+    public String positions() {
+        StringBuilder sb = new StringBuilder();
+        for (TrQueueImpl q : open) {
+            long last = q.positionOnOwner();
+            if (last < 0) continue;
+            if (sb.length() > 0) sb.append(',');
+            sb.append(q.positionKey()).append('.').append(last);
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public List<byte[]> earlierRecordsAfter(String positions, int max) {
+        List<byte[]> out = new ArrayList<>();
+        if (positions == null || positions.isEmpty()) return out;
+        for (String p : positions.split(",")) {
+            int dot = p.lastIndexOf('.');
+            long rowid;
+            try {
+                rowid = dot > 0 ? Long.parseLong(p.substring(dot + 1)) : -1;
+            } catch (NumberFormatException notPositions) {
+                continue;
+            }
+            String key = dot > 0 ? p.substring(0, dot) : "";
+            for (TrQueueImpl q : open) {
+                if (q.positionKey().equals(key)) q.earlierRecordsAfter(rowid, max, out);
+            }
+        }
+        return out;
     }
 
     /**

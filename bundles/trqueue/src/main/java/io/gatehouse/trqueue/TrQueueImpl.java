@@ -42,6 +42,13 @@ final class TrQueueImpl implements TrQueue {
 
     private volatile Topic topic;
     private long generation;
+    /**
+     * The topic's last rowid when this process first opened it: the rows up to it were written by an earlier run
+     * ({@link #earlierRecordsAfter}). Carried to the next revision by a live upgrade.
+     */
+    private final long earlierRunLastRowid;
+    /** This queue in the factory's positions: its topic directory in URL-safe base64 (no whitespace, no dot). */
+    private final String positionKey;
     private final RowSet list = new RowSet();
     /** Not final: a live upgrade hands the map itself to the next revision's queue, no copy. */
     private final SoftMarks softMarks = new SoftMarks();
@@ -74,17 +81,20 @@ final class TrQueueImpl implements TrQueue {
     static final long OWNER_FLUSH_WAIT_MS = 10_000;
 
     TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
-                TrQueueOptions opts, FileChannel lockChannel, FileLock lock) {
-        this(factory, ops, dbDir, name, topic, opts, lockChannel, lock, topic.lastRowid);
+                TrQueueOptions opts, FileChannel lockChannel, FileLock lock, long earlierRunLastRowid) {
+        this(factory, ops, dbDir, name, topic, opts, lockChannel, lock, topic.lastRowid, earlierRunLastRowid);
         startCommits();
     }
 
     /** A queue whose commits are not started yet ({@link #startCommits}), durable up to {@code durableRowid}. */
     private TrQueueImpl(TrQueueFactoryImpl factory, FileOps ops, Path dbDir, String name, Topic topic,
-                        TrQueueOptions opts, FileChannel lockChannel, FileLock lock, long durableRowid) {
+                        TrQueueOptions opts, FileChannel lockChannel, FileLock lock, long durableRowid,
+                        long earlierRunLastRowid) {
         this.factory = factory;
         this.ops = ops;
         this.topicDir = dbDir.resolve(name);
+        this.earlierRunLastRowid = earlierRunLastRowid;
+        this.positionKey = positionKey(topicDir);
         this.name = name;
         this.opts = opts;
         this.lockChannel = lockChannel;
@@ -613,6 +623,52 @@ final class TrQueueImpl implements TrQueue {
         return TrQueue.super.writeMsgJson(msg, out);   // logs the unreadable record, as msgJson does
     }
 
+    static String positionKey(Path topicDir) {
+        return java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(
+                topicDir.toAbsolutePath().normalize().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** This queue's key in the factory's positions. */
+    String positionKey() {
+        return positionKey;
+    }
+
+    long earlierRunLastRowid() {
+        return earlierRunLastRowid;
+    }
+
+    /**
+     * {@link io.gatehouse.api.queue.TrQueueFactory#positions}: the last rowid, when the calling thread's loop owns
+     * this queue or nobody owns it yet (its appends write through); -1 for a queue of another loop, or closed.
+     */
+    long positionOnOwner() {
+        Topic tp = topic;
+        io.netty.util.concurrent.EventExecutor loop = ownerLoop;
+        if (tp == null || closed || (loop != null && !loop.inEventLoop())) return -1;
+        return tp.lastRowid;
+    }
+
+    /**
+     * {@link io.gatehouse.api.queue.TrQueueFactory#earlierRecordsAfter}: the stored JSON of the rows after
+     * {@code rowid} that an earlier run wrote, at most {@code max}, into {@code out}. A gap, a row that does not
+     * check and a faulted page are skipped.
+     */
+    void earlierRecordsAfter(long rowid, int max, java.util.List<byte[]> out) {
+        Topic tp = topic();
+        if (tp == null || rowid < 0 || max <= 0) return;
+        long to = Math.min(earlierRunLastRowid, rowid + max);
+        for (long r = rowid + 1; r <= to; r++) {
+            Segment s = tp.locate(r);
+            if (s == null || s.offset(r) == 0) continue;   // gone with its segment, or a gap
+            try {
+                byte[] p = tp.payload(s, r);
+                if (p != null) out.add(p);
+            } catch (InternalError e) {
+                fault("Cannot read the record, its segment page faulted", r, e);
+            }
+        }
+    }
+
     @Override
     public byte[] recordBytes(QueueMessage msg) {
         QueueMessageImpl m = ofThisQueue(msg);
@@ -742,6 +798,7 @@ final class TrQueueImpl implements TrQueue {
             out.put("lock_channel", lockChannel);
             out.put("lock", lock);
             out.put("generation", generation);
+            out.put("earlier_run_last_rowid", earlierRunLastRowid);
             tp.export(out);
             out.put("list", list.export());
             out.put("soft_marks", softMarks.toMap());
@@ -792,7 +849,10 @@ final class TrQueueImpl implements TrQueue {
         if (lockCh == null || lk == null || !lk.isValid()) throw new IllegalArgumentException("the topic's lock is not held");
         Topic tp = Topic.adopt(ops, dir, name, opts.segmentSize(), opts.maxMessageSize(), st);
         if (tp.generation != (Long) st.get("generation")) throw new IllegalArgumentException("generation mismatch");
-        TrQueueImpl q = new TrQueueImpl(factory, ops, dbDir, name, tp, opts, lockCh, lk, (Long) st.get("durable_rowid"));
+        // a state without it (a revision before 1.7 of the queue api): no row counts as an earlier run's
+        Object earlier = st.get("earlier_run_last_rowid");
+        TrQueueImpl q = new TrQueueImpl(factory, ops, dbDir, name, tp, opts, lockCh, lk, (Long) st.get("durable_rowid"),
+                earlier instanceof Long ? (Long) earlier : 0L);
         q.list.replaceWith(RowSet.of((long[]) st.get("list")));
         q.softMarks.putAll((Map<Long, Long>) st.get("soft_marks"));
         if ((Boolean) st.get("acks_unforced")) q.commit.flagWritten();

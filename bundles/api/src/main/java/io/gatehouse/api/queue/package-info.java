@@ -20,9 +20,14 @@
  *
  * <p>1.6.0 (minor): {@code TrQueue.appendJson} with the record's member index ({@code Kw.RECORD_FIELDS}), a default
  * method: the default drops the index and appends as before, as a trqueue built against 1.5 does.
+ *
+ * <p>1.7.0 (minor): {@code TrQueueFactory.positions} and {@code TrQueueFactory.earlierRecordsAfter}, default methods
+ * (where the queues stand, and after a restart the records written after those positions by the earlier run: MQTT
+ * QoS 2 without a duplicate across a kill -9). The defaults, "" and none, keep a caller on the duplicate it had
+ * with a trqueue built against 1.6.
  */
 @Export
-@Version("1.6.0")
+@Version("1.7.0")
 package io.gatehouse.api.queue;
 
 import org.osgi.annotation.bundle.Export;
