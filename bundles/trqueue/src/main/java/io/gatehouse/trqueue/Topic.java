@@ -334,7 +334,12 @@ final class Topic {
 
     /** File space is allocated this far ahead of the frame being stored (in chunks of {@link #ALLOC_CHUNK}). */
     static final int ALLOC_AHEAD = 2 << 20;
-    static final int ALLOC_CHUNK = 1 << 20;
+    /**
+     * One write of zeros. A write holds the file's inode lock throughout, and the owner's write of its stage waits
+     * for it, spinning on a CPU: at 1 MiB (about 2 ms of zeros) that wait was a quarter of the HTTP ingest's core
+     * loop, at 64 KiB a tenth (docs/BENCHMARKS.md, "zeros in 64 KiB writes").
+     */
+    static final int ALLOC_CHUNK = 64 << 10;
 
     /**
      * Allocates the segment's file space with real writes of zeros up to at least {@code need}, and up to
