@@ -51,8 +51,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * window (mosquitto: the process's utime + stime; Gatehouse: its core-loop and queue-flusher threads), which a
  * loaded machine moves less than the rate. Rounds alternate the two targets.
  *
+ * {@code --qos 2} sends QoS 2 instead: a message counts at its PUBCOMP (PUBLISH, PUBREC, PUBREL, PUBCOMP), and
+ * {@code --clean false} connects with persistent sessions, whose QoS 2 ids Gatehouse writes to its session store.
+ *
  * <pre>MqttIngest [--rounds 3] [--connections 4] [--window 1000] [--warmup 2] [--duration 5] [--size 128]
- *            [--mosquitto /usr/sbin/mosquitto] [--queue-kw fsync_max_records=0] [--sinks true|false]</pre>
+ *            [--mosquitto /usr/sbin/mosquitto] [--queue-kw fsync_max_records=0] [--sinks true|false]
+ *            [--qos 1|2] [--clean true|false]</pre>
  */
 public final class MqttIngest {
     private MqttIngest() {}
@@ -66,6 +70,10 @@ public final class MqttIngest {
         int port;
         /** false: no sinks, the queues only fill (ingest and durable enqueue alone). */
         boolean sinks = true;
+        /** 1: PUBLISH, PUBACK; 2: PUBLISH, PUBREC, PUBREL, PUBCOMP. */
+        int qos = 1;
+        /** false: persistent sessions (clean session 0), whose QoS 2 ids the server keeps across reconnects. */
+        boolean clean = true;
     }
 
     public static void main(String[] args) throws Exception {
@@ -82,12 +90,16 @@ public final class MqttIngest {
                 case "--size": o.size = Integer.parseInt(args[i + 1]); break;
                 case "--mosquitto": mosquitto = args[i + 1]; break;
                 case "--sinks": o.sinks = Boolean.parseBoolean(args[i + 1]); break;
+                case "--qos": o.qos = Integer.parseInt(args[i + 1]); break;
+                case "--clean": o.clean = Boolean.parseBoolean(args[i + 1]); break;
                 case "--queue-kw": SideBySide.queueKw = SideBySide.queueKw(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        System.out.printf(Locale.ROOT, "# mqtt ingest QoS 1: %d rounds, %d connections x window %d, %d-byte JSON,"
-                        + " sinks %s, warmup %.0f s, measured %.0f s; JVM %s, %d cpus, load average %s%n", rounds, o.connections,
+        if (o.qos != 1 && o.qos != 2) throw new IllegalArgumentException("--qos must be 1 or 2");
+        System.out.printf(Locale.ROOT, "# mqtt ingest QoS %d%s: %d rounds, %d connections x window %d, %d-byte JSON,"
+                        + " sinks %s, warmup %.0f s, measured %.0f s; JVM %s, %d cpus, load average %s%n", o.qos,
+                o.clean ? "" : ", persistent sessions", rounds, o.connections,
                 o.window, o.size, o.sinks ? "in this JVM" : "none (the queues fill)", o.warmup, o.duration, System.getProperty("java.version"),
                 Runtime.getRuntime().availableProcessors(), SideBySide.loadAverage());
         Map<String, List<Double>> rates = new LinkedHashMap<>();
@@ -197,7 +209,9 @@ public final class MqttIngest {
             int sink1 = o.sinks ? sinks.get(1).port() : SideBySide.freePort();
             List<GClassSpec<?>> gclasses = new ArrayList<>(SideBySide.gclasses(queues));
             gclasses.add(new ProtMqttGClass().spec());
+            // as in a gateway, where the mqtt bundle finds the trqueue service (QoS 2 ids noted once written)
             try (YunoRuntime rt = YunoRuntime.builder().name("bench-mqtt").dataDir(data).gclasses(gclasses)
+                    .extension(io.gatehouse.api.queue.TrQueueFactory.class, queues)
                     .config(config(port, sink0, sink1)).build().start()) {
                 SideBySide.awaitListening(port, 20_000);
                 long deadline = System.currentTimeMillis() + 20_000;
@@ -236,6 +250,8 @@ public final class MqttIngest {
         x.size = o.size;
         x.port = o.port;
         x.sinks = o.sinks;
+        x.qos = o.qos;
+        x.clean = o.clean;
         return x;
     }
 
@@ -252,7 +268,7 @@ public final class MqttIngest {
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.pipeline().addLast(new MqttDecoder(), MqttEncoder.INSTANCE, new Client(o.window, acks, seq, pad));
+                            ch.pipeline().addLast(new MqttDecoder(), MqttEncoder.INSTANCE, new Client(o, acks, seq, pad));
                         }
                     });
             for (int i = 0; i < o.connections; i++) chans.add(b.connect("127.0.0.1", o.port).sync().channel());
@@ -272,17 +288,21 @@ public final class MqttIngest {
         }
     }
 
-    /** One connection: CONNECT, then {@code window} QoS 1 PUBLISHes in flight, one more per PUBACK. */
+    /** One connection: CONNECT, then {@code window} PUBLISHes in flight, one more per PUBACK (QoS 2: PUBCOMP). */
     static final class Client extends SimpleChannelInboundHandler<MqttMessage> {
         private static final AtomicLong IDS = new AtomicLong();
         private final int window;
+        private final MqttQoS qos;
+        private final boolean clean;
         private final AtomicLong acks;
         private final AtomicLong seq;
         private final String pad;
         private int nextPacketId = 1;
 
-        Client(int window, AtomicLong acks, AtomicLong seq, String pad) {
-            this.window = window;
+        Client(Options o, AtomicLong acks, AtomicLong seq, String pad) {
+            this.window = o.window;
+            this.qos = o.qos == 2 ? MqttQoS.EXACTLY_ONCE : MqttQoS.AT_LEAST_ONCE;
+            this.clean = o.clean;
             this.acks = acks;
             this.seq = seq;
             this.pad = pad;
@@ -291,7 +311,7 @@ public final class MqttIngest {
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
             ctx.writeAndFlush(MqttMessageBuilders.connect().protocolVersion(MqttVersion.MQTT_3_1_1)
-                    .clientId("bench-" + IDS.incrementAndGet()).cleanSession(true).keepAlive(60).build());
+                    .clientId("bench-" + IDS.incrementAndGet()).cleanSession(clean).keepAlive(60).build());
         }
 
         @Override
@@ -300,9 +320,14 @@ public final class MqttIngest {
             if (t == MqttMessageType.CONNACK) {
                 for (int i = 0; i < window; i++) publish(ctx);
                 ctx.flush();
-            } else if (t == MqttMessageType.PUBACK) {
+            } else if (t == MqttMessageType.PUBACK || t == MqttMessageType.PUBCOMP) {
                 acks.incrementAndGet();
                 publish(ctx);
+            } else if (t == MqttMessageType.PUBREC) {
+                int id = ((io.netty.handler.codec.mqtt.MqttMessageIdVariableHeader) m.variableHeader()).messageId();
+                ctx.write(new MqttMessage(new io.netty.handler.codec.mqtt.MqttFixedHeader(MqttMessageType.PUBREL, false,
+                        MqttQoS.AT_LEAST_ONCE, false, 2), io.netty.handler.codec.mqtt.MqttMessageIdVariableHeader.from(id)),
+                        ctx.voidPromise());
             }
         }
 
@@ -316,7 +341,7 @@ public final class MqttIngest {
             ByteBuf payload = Unpooled.copiedBuffer("{\"id\":\"" + n + "\",\"pad\":\"" + pad + "\"}", StandardCharsets.US_ASCII);
             int id = nextPacketId;
             nextPacketId = nextPacketId == 65535 ? 1 : nextPacketId + 1;
-            ctx.write(MqttMessageBuilders.publish().topicName("devices/" + (n % 100)).qos(MqttQoS.AT_LEAST_ONCE)
+            ctx.write(MqttMessageBuilders.publish().topicName("devices/" + (n % 100)).qos(qos)
                     .messageId(id).payload(payload).build(), ctx.voidPromise());
         }
 

@@ -1450,7 +1450,8 @@ public final class ProtMqtt implements GObjBehavior {
     }
 
     private void onPubrel(int id) {
-        boolean known = session.qos2.containsKey(id);
+        // an id whose A or D line a kill took (they wait for the next line written) still has its I line
+        boolean known = session.qos2.containsKey(id) || session.intents.containsKey(id);
         sessions.releaseQos2(session, id);
         if (known || version != 5) txAck(MqttMessageType.PUBCOMP, id);
         else tx(pubReply(MqttMessageType.PUBCOMP, id, RC_PACKET_ID_NOT_FOUND));

@@ -33,7 +33,8 @@ import java.util.function.Consumer;
  * ago) and, per session, as many ids as the gclass lets a client have in flight (it checks before adding).
  *
  * <p>Persisted in {@code <data>/mqtt/sessions.log}, an append-only log of one line per change, written to the
- * page cache as the change happens (so it survives a kill -9 of the process) and compacted to the live state
+ * page cache as the change happens (so it survives a kill -9 of the process; an A or D line waits for the next
+ * line, see {@link #held}) and compacted to the live state
  * (temp file, fsync, rename) when it grows past four times that state. Only persistent sessions (clean session 0,
  * or a session expiry interval above 0) are logged. Lines ({@code C} = the client id in URL-safe base64):
  * <pre>
@@ -115,7 +116,14 @@ final class Sessions {
     private long logLines;
     private String lastError;
     private Consumer<String> warn = w -> { };
-    private final ByteBuffer line = ByteBuffer.allocate(1024);
+    /**
+     * Lines not written yet: an A or D line waits here for the next line that must reach the file at once (an I
+     * before its message goes up, an R before its PUBCOMP, or any other), and goes with it in one write. Losing it
+     * to a kill loses nothing: the id's I line is in the file, and its resend looks in the queue. A direct buffer, so
+     * that a write copies nothing more.
+     */
+    private final ByteBuffer held = ByteBuffer.allocateDirect(HELD_MAX);
+    private static final int HELD_MAX = 64 << 10;
     private long nextUid = 1;
     /** Once handed over to another revision: the state it was given (every later {@link #handOver} answers it). */
     private ObjectNode handedOver;
@@ -157,6 +165,7 @@ final class Sessions {
         }
         if (log != null) {
             try {
+                writeHeld();
                 log.force(false);
                 log.close();
             } catch (IOException ignored) {
@@ -203,16 +212,19 @@ final class Sessions {
 
     /** Changes whether a session outlives its connection (v5 DISCONNECT may change the expiry). */
     void setExpiry(Session s, boolean persistent, long expiryS) {
-        if (s.persistent && !persistent) {
-            logX(s);
-        } else if (persistent && (!s.persistent || s.expiryS != expiryS)) {
-            append('S', s.key, expiryS);
-            for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
-                if (!s.persistent) append(e.getValue() == DURABLE ? 'D' : 'A', s.key, e.getKey());
-            }
-        }
+        boolean was = s.persistent;
+        boolean changed = s.expiryS != expiryS;
+        // the state first: a compaction that one of the lines below sets off writes it
         s.persistent = persistent;
         s.expiryS = expiryS;
+        if (was && !persistent) {
+            append('X', s.key, Long.MIN_VALUE);
+        } else if (persistent && (!was || changed)) {
+            append('S', s.key, expiryS);
+            for (Map.Entry<Integer, Byte> e : s.qos2.entrySet()) {
+                if (!was) append(e.getValue() == DURABLE ? 'D' : 'A', s.key, e.getKey());
+            }
+        }
     }
 
     /** The session's client went away: a persistent session stays (and starts expiring), another one goes. */
@@ -232,11 +244,12 @@ final class Sessions {
         s.removed = true;
     }
 
+    /** Its line waits for the next one that is written at once (see {@link #held}). */
     void putQos2(Session s, int packetId, byte state) {
         Byte old = s.qos2.put(packetId, state);
         boolean intended = s.intents.remove(packetId) != null;
         if (s.persistent && !s.removed && (old == null || old != state || intended)) {
-            append(state == DURABLE ? 'D' : 'A', s.key, packetId);
+            append(state == DURABLE ? 'D' : 'A', s.key, packetId, null, false);
         }
     }
 
@@ -310,6 +323,11 @@ final class Sessions {
         for (Session s : sessions.values()) exportSession(s, true);
         synchronized (OPEN) {
             if (OPEN.get(id) == this) OPEN.remove(id);
+        }
+        try {
+            writeHeld();   // the next revision's store appends after them
+        } catch (IOException e) {
+            lastError = String.valueOf(e);
         }
         closeQuietly();
         return st;
@@ -501,6 +519,7 @@ final class Sessions {
     /** Rewrites the log as the live state: temp file, fsync, atomic rename. */
     private void compact() throws IOException {
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        held.clear();   // what they say is in the state written below
         closeQuietly();
         StringBuilder sb = new StringBuilder();
         long n = 0;
@@ -537,15 +556,27 @@ final class Sessions {
     }
 
     private void append(char op, String key, long value) {
-        append(op, key, value, null);
+        append(op, key, value, null, true);
     }
 
-    /** One line: {@code op key [value [text]]}; {@code text} is ASCII without whitespace (positions). */
     private void append(char op, String key, long value, String text) {
+        append(op, key, value, text, true);
+    }
+
+    /**
+     * One line: {@code op key [value [text]]}; {@code text} is ASCII without whitespace (positions). {@code now}:
+     * written before this returns, with the lines held before it; else held ({@link #held}).
+     */
+    private void append(char op, String key, long value, String text, boolean now) {
         if (log == null) return;
         int need = key.length() + 32 + (text == null ? 0 : text.length() + 1);
-        ByteBuffer line = need <= this.line.capacity() ? this.line : ByteBuffer.allocate(need);
-        line.clear();
+        try {
+            if (held.remaining() < need) writeHeld();
+        } catch (IOException e) {
+            failed(e);
+            return;
+        }
+        ByteBuffer line = need <= held.remaining() ? held : ByteBuffer.allocate(need);
         line.put((byte) op).put((byte) ' ');
         for (int i = 0; i < key.length(); i++) line.put((byte) key.charAt(i));
         if (value != Long.MIN_VALUE) {
@@ -558,18 +589,37 @@ final class Sessions {
             for (int i = 0; i < text.length(); i++) line.put((byte) text.charAt(i));
         }
         line.put((byte) '\n');
-        line.flip();
         try {
-            while (line.hasRemaining()) log.write(line);
+            if (line != held) {
+                line.flip();
+                while (line.hasRemaining()) log.write(line);
+            } else if (now || held.position() > HELD_MAX / 2) {
+                writeHeld();
+            }
             logLines++;
             // Every 4096 lines: compact once the log is four times what it would be rewritten (a session is at
             // most two lines, S and E, plus one per id). Counted then, not kept up per line.
             if ((logLines & 4095) == 0 && logLines > 4 * Math.max(4096, 2L * sessions.size() + qos2Ids())) compact();
         } catch (IOException e) {
-            lastError = String.valueOf(e);
-            closeQuietly();
-            warn.accept("MQTT sessions log cannot be written, sessions are kept in memory only from now on: " + e);
+            failed(e);
         }
+    }
+
+    /** The held lines to the file (the page cache). */
+    private void writeHeld() throws IOException {
+        if (log == null || held.position() == 0) return;
+        held.flip();
+        try {
+            while (held.hasRemaining()) log.write(held);
+        } finally {
+            held.clear();
+        }
+    }
+
+    private void failed(IOException e) {
+        lastError = String.valueOf(e);
+        closeQuietly();
+        warn.accept("MQTT sessions log cannot be written, sessions are kept in memory only from now on: " + e);
     }
 
     private void closeQuietly() {

@@ -585,10 +585,15 @@ class ProtMqttTest {
         List<String> lines = sessionsLog();
         int intent = lines.indexOf("I " + key + " 7 cXVldWU.41");
         assertTrue(intent >= 0, lines.toString());
-        assertEquals("A " + key + " 7", lines.get(intent + 1), "noted once the queue took it, right after");
+        assertEquals(intent, lines.size() - 1, "the id's A line waits for the next line that must be written: " + lines);
         rx(client.publish("t", 1, 8, "{\"id\":8}"));
         up.await(Ev.EV_ON_MESSAGE, 2000);
         assertEquals(lines.size(), sessionsLog().size(), "QoS 1 notes nothing");
+        rx(client.pubrel(7));   // its R goes before the PUBCOMP, and takes the A with it
+        assertEquals(MqttMessageType.PUBCOMP, written().get(0).fixedHeader().messageType());
+        lines = sessionsLog();
+        assertEquals(List.of("I " + key + " 7 cXVldWU.41", "A " + key + " 7", "R " + key + " 7"),
+                lines.subList(intent, lines.size()));
         // positions that a log line cannot hold are not noted (the resend may then be queued twice, as before)
         queues.positions = "two words";
         rx(client.publish("t", 2, 9, "{\"id\":9}"));
@@ -721,6 +726,26 @@ class ProtMqttTest {
         List<MqttMessage> out = written();
         assertEquals(MqttMessageType.PUBCOMP, out.get(0).fixedHeader().messageType());
         assertEquals(0x92, reason(out.get(0)));
+    }
+
+    @Test
+    void shouldCompleteAPubrelOfAnIdWhoseLinesAKillTookButItsIntent() throws Exception {
+        // the gateway was killed after PUBREC: the id's A and D lines were waiting, only its I line is in the log
+        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("cut5"));
+        java.nio.file.Files.createDirectories(data.resolve("mqtt"));
+        java.nio.file.Files.writeString(data.resolve("mqtt").resolve("sessions.log"),
+                "S " + key + " -1\nI " + key + " 9 cXVldWU.41\n");
+        start("");
+        client = new TestClient(MqttVersion.MQTT_5);
+        MqttProperties props = new MqttProperties();
+        props.add(new MqttProperties.IntegerProperty(MqttProperties.MqttPropertyType.SESSION_EXPIRY_INTERVAL.value(), 3600));
+        List<MqttMessage> out = connect(client.encode(client.connectBuilder("cut5").cleanSession(false).properties(props).build()));
+        assertTrue(((MqttConnAckMessage) out.get(0)).variableHeader().isSessionPresent());
+        rx(client.pubrel(9));
+        out = written();
+        assertEquals(MqttMessageType.PUBCOMP, out.get(0).fixedHeader().messageType());
+        assertEquals(0, reason(out.get(0)), "the id is known: Success, not Packet Identifier not found");
+        assertEquals("R " + key + " 9", sessionsLog().get(sessionsLog().size() - 1));
     }
 
     // --- Keep-alive, PING, DISCONNECT, Will ---

@@ -88,6 +88,43 @@ class SessionsTest {
     }
 
     @Test
+    void shouldHoldAnIdsATillTheNextLineThatMustBeWrittenAndLoseNothingWithoutIt() throws Exception {
+        Path log = data.resolve("mqtt/sessions.log");
+        Sessions s = Sessions.acquire(data, this, 0, w -> { });
+        Sessions.Session a = s.create("held", true, -1, 10, 0);
+        s.intend(a, 1, "cXVldWU.10");
+        s.putQos2(a, 1, Sessions.RECEIVED);
+        s.putQos2(a, 1, Sessions.DURABLE);
+        List<String> lines = Files.readAllLines(log);
+        assertEquals("I aGVsZA 1 cXVldWU.10", lines.get(lines.size() - 1), "A and D wait: " + lines);
+
+        // a kill now: the copy of the file is what a new process reads; the I line sends the resend to the queue
+        Path other = data.resolve("after-kill");
+        Files.createDirectories(other.resolve("mqtt"));
+        Files.copy(log, other.resolve("mqtt/sessions.log"));
+        Sessions killed = Sessions.acquire(other, this, 0, w -> { });
+        assertEquals(java.util.Map.of(1, "cXVldWU.10"), killed.get("held", 0).intents);
+        assertTrue(killed.get("held", 0).qos2.isEmpty());
+        killed.release();
+
+        s.intend(a, 2, "cXVldWU.11");   // written at once, with what waited, in order
+        lines = Files.readAllLines(log);
+        assertEquals(List.of("I aGVsZA 1 cXVldWU.10", "A aGVsZA 1", "D aGVsZA 1", "I aGVsZA 2 cXVldWU.11"),
+                lines.subList(lines.size() - 4, lines.size()));
+        s.putQos2(a, 2, Sessions.RECEIVED);
+        s.release();   // a clean close writes what waits
+        lines = Files.readAllLines(log);
+        assertEquals("A aGVsZA 2", lines.get(lines.size() - 1));
+
+        Sessions again = Sessions.acquire(data, this, 0, w -> { });
+        again.putQos2(again.get("held", 0), 2, Sessions.DURABLE);
+        again.handOver();   // a live upgrade: the next revision appends after what waited
+        lines = Files.readAllLines(log);
+        assertEquals("D aGVsZA 2", lines.get(lines.size() - 1));
+        again.release();
+    }
+
+    @Test
     void shouldCompactTheLogAndKeepItBounded() throws Exception {
         Sessions s = Sessions.acquire(data, this, 0, w -> { });
         Sessions.Session a = s.create("busy", true, -1, 10, 0);
