@@ -466,51 +466,25 @@ class ProtMqttTest {
         assertEquals(2, up.count(Ev.EV_ON_MESSAGE));
     }
 
-    /** A queue factory whose write of what its queues hold back answers {@link #writes}; counts the calls. */
-    static final class HeldBack implements io.gatehouse.api.queue.TrQueueFactory {
-        volatile boolean writes = true;
-        final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
-
-        @Override
-        public io.gatehouse.api.queue.TrQueue open(java.nio.file.Path p, String db, String topic, String tkey, int sf,
-                                                   long backup, io.gatehouse.api.queue.TrQueueOptions o) {
-            throw new UnsupportedOperationException("no queue in this test");
-        }
-
-        @Override
-        public boolean writeHeldBack() {
-            calls.incrementAndGet();
-            return writes;
-        }
-    }
-
     @Test
     void shouldNoteAQos2IdOnlyOnceTheQueuesWroteWhatTheyTook() throws Exception {
-        HeldBack queues = new HeldBack();
-        java.util.function.Consumer<Boolean> startWith = writes -> {
-            if (rt != null) rt.close();
-            queues.writes = writes;
-            rt = YunoRuntime.builder().name("mqtttest").clock(clock).dataDir(data)
-                    .gclass(ProtMqtt.SPEC, ProtMqtt.SPEC2, FakeSocket.SPEC, new ChannelGClass().spec(), Recorder.SPEC)
-                    .extension(io.gatehouse.api.queue.TrQueueFactory.class, queues)
-                    .config(String.format(CONFIG, ProtMqtt.GCLASS, "")).build().start();
-            found();
-            client = new TestClient(MqttVersion.MQTT_3_1_1);
-            connect(client.encode(client.connectBuilder("held").cleanSession(false).build()));
-        };
+        Positions queues = new Positions();
+        queues.positions = "";   // a trqueue before api.queue 1.7: no note of positions
         // the queues could not write what they took: the id is not noted, so after a crash the resend is queued
         // again (twice rather than lost)
-        startWith.accept(false);
+        queues.writes = false;
+        startWith(queues);
         byte[] pub = client.publish("t", 2, 7, "{\"id\":7}");
         rx(pub);
         up.await(Ev.EV_ON_MESSAGE, 2000);
         assertEquals(1, queues.calls.get(), "asked once, before noting the id");
-        startWith.accept(true);
+        queues.writes = true;
+        startWith(queues);
         rx(pub);
         assertNotNull(up.await(Ev.EV_ON_MESSAGE, 2000), "not noted: queued again");
         assertEquals(2, queues.calls.get());
         // written: noted, and a resend after a crash is answered, not queued
-        startWith.accept(true);
+        startWith(queues);
         rx(pub);
         assertEquals(MqttMessageType.PUBREC, written().get(0).fixedHeader().messageType());
         assertEquals(0, up.count(Ev.EV_ON_MESSAGE), "noted: not queued again");
@@ -523,11 +497,12 @@ class ProtMqttTest {
     /**
      * A queue factory that says where its queues stand ({@link #positions}) and, standing for the process started
      * again, which records an earlier run wrote after given positions ({@link #earlier}); its write of what it holds
-     * back answers {@link #writes}.
+     * back answers {@link #writes}, and is counted.
      */
     static final class Positions implements io.gatehouse.api.queue.TrQueueFactory {
         volatile String positions = "cXVldWU.41";
         volatile boolean writes = true;
+        final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
         final Map<String, List<byte[]>> earlier = new java.util.concurrent.ConcurrentHashMap<>();
         final List<String> askedAfter = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -539,6 +514,7 @@ class ProtMqttTest {
 
         @Override
         public boolean writeHeldBack() {
+            calls.incrementAndGet();
             return writes;
         }
 
@@ -575,11 +551,16 @@ class ProtMqttTest {
         return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /** A client id as the session store's lines name it. */
+    private static String logKey(String clientId) {
+        return java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8(clientId));
+    }
+
     @Test
     void shouldNoteWhereTheQueuesStandBeforeAQos2MessageGoesUp() throws Exception {
         Positions queues = new Positions();
         startWith(queues);
-        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("kept"));
+        String key = logKey("kept");
         rx(client.publish("t", 2, 7, "{\"id\":7}"));
         up.await(Ev.EV_ON_MESSAGE, 2000);
         List<String> lines = sessionsLog();
@@ -649,7 +630,7 @@ class ProtMqttTest {
     void shouldLeaveNothingToLookUpForAMessageTheQueueRefused() throws Exception {
         Positions queues = new Positions();
         startWith(queues);
-        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("kept"));
+        String key = logKey("kept");
         rx(client.publish("t", 2, 7, "{\"id\":7}"));
         answer(message(up.await(Ev.EV_ON_MESSAGE, 2000)), -1);   // refused: 3.1.1 closes, the client sends it again
         List<String> lines = sessionsLog();
@@ -731,7 +712,7 @@ class ProtMqttTest {
     @Test
     void shouldCompleteAPubrelOfAnIdWhoseLinesAKillTookButItsIntent() throws Exception {
         // the gateway was killed after PUBREC: the id's A and D lines were waiting, only its I line is in the log
-        String key = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(utf8("cut5"));
+        String key = logKey("cut5");
         java.nio.file.Files.createDirectories(data.resolve("mqtt"));
         java.nio.file.Files.writeString(data.resolve("mqtt").resolve("sessions.log"),
                 "S " + key + " -1\nI " + key + " 9 cXVldWU.41\n");

@@ -59,6 +59,16 @@ class EarlierRecordsTest {
         return records.stream().map(b -> new String(b, StandardCharsets.UTF_8)).collect(Collectors.toList());
     }
 
+    /** An earlier run of the process: queue A took a1, the positions were noted, A took a2, and the run ended. */
+    String earlierRunTookA2AfterThePositions() {
+        TrQueue a = open(earlier, "A");
+        a.append(msg("a1"));
+        String positions = earlier.positions();
+        a.append(msg("a2"));
+        earlier.close();
+        return positions;
+    }
+
     @Test
     void shouldAnswerTheRowsAnEarlierRunWroteAfterThePositionsAndNoneOfThisRun() {
         TrQueue a = open(earlier, "A");
@@ -90,11 +100,7 @@ class EarlierRecordsTest {
 
     @Test
     void shouldAnswerNothingForTextThatIsNotPositionsOrAQueueNotOpen() {
-        TrQueue a = open(earlier, "A");
-        a.append(msg("a1"));
-        String positions = earlier.positions();
-        a.append(msg("a2"));
-        earlier.close();
+        String positions = earlierRunTookA2AfterThePositions();
         open(now, "B");
         assertEquals(List.of(), now.earlierRecordsAfter(positions, 8), "queue A is not open in this process");
         open(now, "A");
@@ -128,11 +134,7 @@ class EarlierRecordsTest {
 
     @Test
     void shouldKeepWhatAnEarlierRunWroteAcrossALiveUpgrade() {
-        TrQueue a = open(earlier, "A");
-        a.append(msg("a1"));
-        String positions = earlier.positions();
-        a.append(msg("a2"));
-        earlier.close();
+        String positions = earlierRunTookA2AfterThePositions();
 
         TrQueueFactoryImpl before = now;
         TrQueue running = open(before, "A");
