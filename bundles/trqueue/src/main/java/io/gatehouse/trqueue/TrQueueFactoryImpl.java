@@ -38,6 +38,11 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     private ScheduledExecutorService flusher;
     private final Set<TrQueueImpl> open = ConcurrentHashMap.newKeySet();
     /**
+     * {@link #open} as an array, made again on each open and close: what {@link #writeHeldBack} and
+     * {@link #positions} walk for every MQTT QoS 2 message, without an iterator of the set each time.
+     */
+    private volatile TrQueueImpl[] openNow = new TrQueueImpl[0];
+    /**
      * Each topic's last rowid when this factory first opened it: what an earlier run of the process wrote. Kept
      * across a close and open again, so that this run's rows never count as an earlier run's. One entry per topic.
      */
@@ -113,7 +118,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
             }
             long earlier = earlierRunLastRowid.computeIfAbsent(topicDir.toAbsolutePath().normalize(), d -> tp.lastRowid);
             TrQueueImpl q = new TrQueueImpl(this, ops, dbDir, topicName, tp, opts, lockCh, lock, earlier);
-            open.add(q);
+            opened(q);
             return q;
         } catch (IOException e) {
             release(lock, lockCh);
@@ -162,7 +167,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
             q.setBackupQueueSize(backupQueueSize);
         }
         earlierRunLastRowid.putIfAbsent(dbDir.resolve(topicName).toAbsolutePath().normalize(), q.earlierRunLastRowid());
-        open.add(q);
+        opened(q);
         q.startAdopted();
         return q;
     }
@@ -171,7 +176,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     @Override
     public boolean writeHeldBack() {
         boolean ok = true;
-        for (TrQueueImpl q : open) ok &= q.writeHeldBackOnOwner();
+        for (TrQueueImpl q : openNow) ok &= q.writeHeldBackOnOwner();
         return ok;
     }
 
@@ -179,7 +184,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     @Override
     public String positions() {
         StringBuilder sb = new StringBuilder();
-        for (TrQueueImpl q : open) {
+        for (TrQueueImpl q : openNow) {
             long last = q.positionOnOwner();
             if (last < 0) continue;
             if (sb.length() > 0) sb.append(',');
@@ -201,7 +206,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
                 continue;
             }
             String key = dot > 0 ? p.substring(0, dot) : "";
-            for (TrQueueImpl q : open) {
+            for (TrQueueImpl q : openNow) {
                 if (q.positionKey().equals(key)) q.earlierRecordsAfter(rowid, max, out);
             }
         }
@@ -217,7 +222,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         List<TrQueueImpl> qs = new ArrayList<>(open);
         for (TrQueueImpl q : qs) {
             q.park();
-            open.remove(q);
+            closed(q);
         }
         synchronized (this) {
             if (flusher != null) flusher.shutdownNow();
@@ -257,7 +262,17 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
     }
 
     void closed(TrQueueImpl q) {
-        open.remove(q);
+        synchronized (open) {
+            open.remove(q);
+            openNow = open.toArray(new TrQueueImpl[0]);
+        }
+    }
+
+    private void opened(TrQueueImpl q) {
+        synchronized (open) {
+            open.add(q);
+            openNow = open.toArray(new TrQueueImpl[0]);
+        }
     }
 
     /** Closes the queues still open (forcing what they wrote) and stops the flusher. */
