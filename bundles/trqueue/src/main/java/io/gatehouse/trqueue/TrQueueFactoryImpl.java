@@ -180,24 +180,44 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         return ok;
     }
 
-    /** {@code <topic dir, base64>.<last rowid>} for each open queue owned by the calling thread's loop, comma-separated. */
+    /**
+     * How long after the positions a row may have been appended and still be found after them by
+     * {@link #earlierRecordsAfter}. The caller appends right after it takes them, on the same thread; a row appended
+     * later is another run's, started again after a kill (a gateway takes seconds to start).
+     */
+    static final long POSITIONS_APPEND_WITHIN_MS = 2000;
+
+    /**
+     * {@code @<epoch ms>} then, for each open queue owned by the calling thread's loop,
+     * {@code <topic dir, base64>.<last rowid>}, comma-separated; "" when there is no such queue.
+     */
     @Override
     public String positions() {
-        StringBuilder sb = new StringBuilder();
+        StringBuilder sb = null;
         for (TrQueueImpl q : openNow) {
             long last = q.positionOnOwner();
             if (last < 0) continue;
-            if (sb.length() > 0) sb.append(',');
-            sb.append(q.positionKey()).append('.').append(last);
+            if (sb == null) sb = new StringBuilder(96).append('@').append(System.currentTimeMillis());
+            sb.append(',').append(q.positionKey()).append('.').append(last);
         }
-        return sb.toString();
+        return sb == null ? "" : sb.toString();
     }
 
     @Override
     public List<byte[]> earlierRecordsAfter(String positions, int max) {
         List<byte[]> out = new ArrayList<>();
         if (positions == null || positions.isEmpty()) return out;
-        for (String p : positions.split(",")) {
+        String[] fields = positions.split(",");
+        long notAfterMs = Long.MAX_VALUE;
+        if (fields.length > 0 && fields[0].startsWith("@")) {
+            try {
+                notAfterMs = Long.parseLong(fields[0].substring(1)) + POSITIONS_APPEND_WITHIN_MS;
+            } catch (NumberFormatException notPositions) {
+                return out;
+            }
+        }
+        for (String p : fields) {
+            if (p.startsWith("@")) continue;
             int dot = p.lastIndexOf('.');
             long rowid;
             try {
@@ -207,7 +227,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
             }
             String key = dot > 0 ? p.substring(0, dot) : "";
             for (TrQueueImpl q : openNow) {
-                if (q.positionKey().equals(key)) q.earlierRecordsAfter(rowid, max, out);
+                if (q.positionKey().equals(key)) q.earlierRecordsAfter(rowid, max, notAfterMs, out);
             }
         }
         return out;

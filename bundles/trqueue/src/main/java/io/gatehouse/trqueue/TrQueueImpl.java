@@ -650,16 +650,19 @@ final class TrQueueImpl implements TrQueue {
 
     /**
      * {@link io.gatehouse.api.queue.TrQueueFactory#earlierRecordsAfter}: the stored JSON of the rows after
-     * {@code rowid} that an earlier run wrote, at most {@code max}, into {@code out}. A gap, a row that does not
-     * check and a faulted page are skipped.
+     * {@code rowid} that an earlier run wrote, at most {@code max}, into {@code out}, leaving out a row appended
+     * after {@code notAfterMs} (epoch ms; the row's time is in this topic's unit). A gap, a row that does not check
+     * and a faulted page are skipped.
      */
-    void earlierRecordsAfter(long rowid, int max, java.util.List<byte[]> out) {
+    void earlierRecordsAfter(long rowid, int max, long notAfterMs, java.util.List<byte[]> out) {
         Topic tp = topic();
         if (tp == null || rowid < 0 || max <= 0) return;
         long to = Math.min(earlierRunLastRowid, rowid + max);
+        long notAfter = notAfterMs == Long.MAX_VALUE || (tp.systemFlag & SF_T_MS) != 0 ? notAfterMs : notAfterMs / 1000;
         for (long r = rowid + 1; r <= to; r++) {
             Segment s = tp.locate(r);
             if (s == null || s.offset(r) == 0) continue;   // gone with its segment, or a gap
+            if (s.t(s.offset(r)) > notAfter) continue;     // appended too long after the positions to be theirs
             try {
                 byte[] p = tp.payload(s, r);
                 if (p != null) out.add(p);

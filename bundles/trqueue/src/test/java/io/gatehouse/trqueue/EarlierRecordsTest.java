@@ -76,7 +76,8 @@ class EarlierRecordsTest {
         for (int i = 1; i <= 3; i++) a.append(msg("a" + i));
         b.append(msg("b1"));
         String positions = earlier.positions();
-        assertEquals(2, positions.split(",").length, positions);
+        assertEquals(3, positions.split(",").length, "the time, then two queues: " + positions);
+        assertTrue(positions.startsWith("@"), positions);
         assertFalse(positions.contains(" "), positions);
         a.append(msg("a4"));
         a.append(msg("a5"));
@@ -112,6 +113,39 @@ class EarlierRecordsTest {
         assertEquals(List.of(), now.earlierRecordsAfter(positions, 0));
         assertEquals(1, now.earlierRecordsAfter("x.1," + positions, 8).size());
         assertEquals(List.of(), now.earlierRecordsAfter(null, 8));
+        assertEquals(List.of(), now.earlierRecordsAfter("@soon," + positions.substring(positions.indexOf(',') + 1), 8));
+        assertEquals(1, now.earlierRecordsAfter(positions.substring(positions.indexOf(',') + 1), 8).size(),
+                "positions without their time: no bound on the rows' time");
+    }
+
+    @Test
+    void shouldLeaveOutRowsAppendedLongAfterThePositionsByARunStartedAgain() {
+        TrQueue a = open(earlier, "A");
+        a.append(msg("a1"));
+        String positions = earlier.positions();
+        long noteS = Long.parseLong(positions.substring(1, positions.indexOf(','))) / 1000;
+        earlier.close();   // killed before the message reached the queue
+
+        // the run started again writes after those positions, seconds later (this topic's times are seconds)
+        TrQueueFactoryImpl second = new TrQueueFactoryImpl();
+        TrQueue again = open(second, "A");
+        again.append(noteS + 10, msg("same"), 0);
+        second.close();
+        // a third run sees that row as an earlier run's, but not as one appended right after the positions
+        TrQueue third = open(now, "A");
+        assertEquals(List.of(), now.earlierRecordsAfter(positions, 8));
+        third.close();
+
+        // the same row at the positions' own second is found
+        TrQueueFactoryImpl fourth = new TrQueueFactoryImpl();
+        TrQueue at = open(fourth, "A");
+        at.append(noteS, msg("then"), 0);
+        fourth.close();
+        TrQueueFactoryImpl fifth = new TrQueueFactoryImpl();
+        open(fifth, "A");
+        assertEquals(List.of("{\"id\":\"then\",\"mqtt_topic\":\"devices/7\"}"),
+                texts(fifth.earlierRecordsAfter(positions.replace(".1", ".2"), 8)));
+        fifth.close();
     }
 
     @Test
@@ -123,8 +157,8 @@ class EarlierRecordsTest {
             owned.onDurable((generation, rowid) -> { }, loop);   // A is the loop's from now on
             String outside = earlier.positions();
             String inside = loop.submit(earlier::positions).get();
-            assertEquals(1, outside.split(",").length, outside);
-            assertEquals(2, inside.split(",").length, inside);
+            assertEquals(2, outside.split(",").length, outside);
+            assertEquals(3, inside.split(",").length, inside);
             assertTrue(inside.contains(TrQueueImpl.positionKey(dir.resolve("db").resolve("A"))), inside);
             assertFalse(outside.contains(TrQueueImpl.positionKey(dir.resolve("db").resolve("A"))), outside);
         } finally {

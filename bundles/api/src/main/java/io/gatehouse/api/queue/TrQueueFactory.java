@@ -71,8 +71,8 @@ public interface TrQueueFactory {
 
     /**
      * Where the queues of this factory owned by the calling thread's loop stand now: a text without whitespace that
-     * names each queue with its last rowid, to be kept elsewhere and given back to {@link #earlierRecordsAfter}
-     * after a restart of the process. Empty when there is none (and by default).
+     * names each queue with its last rowid, and the time, to be kept elsewhere and given back to
+     * {@link #earlierRecordsAfter} after a restart of the process. Empty when there is none (and by default).
      *
      * <p>For a caller that must later know whether a message it is about to hand to the queues, on this thread, was
      * taken before a crash: MQTT's QoS 2 ids, whose session store notes the positions just before the message goes
@@ -86,9 +86,10 @@ public interface TrQueueFactory {
 
     /**
      * The records that each queue named in {@code positions} (a text of {@link #positions}) holds in the rows after
-     * its position, at most {@code max} per queue, and only rows an earlier run of the process wrote: rows up to
-     * the last one the queue had when this process opened it. Each is the JSON of the record as stored. A queue
-     * that is not open here, a row that cannot be read and a text that is not positions give nothing.
+     * its position, at most {@code max} per queue, and only rows an earlier run of the process wrote (rows up to
+     * the last one the queue had when this process opened it) within moments of the positions being taken (an
+     * implementation's bound; trqueue's is 2 s). Each is the JSON of the record as stored. A queue that is not open
+     * here, a row that cannot be read and a text that is not positions give nothing.
      *
      * <p>A caller compares them with the message it had handed to the queues: found, the crash came after the
      * queue took it. The default, an empty list, makes the caller hand the message over again (a duplicate, never
