@@ -1363,8 +1363,7 @@ public final class ProtMqtt implements GObjBehavior {
     /**
      * Whether the message of this QoS 2 resend is in a queue already, written by the run before a restart in the rows
      * after the positions noted before it went up: the kill came after the queue took it and before its id was
-     * noted. Compared as JSON without the top-level {@code __} keys (the ack data the relay drops, the keys the
-     * queue drops). Said in the log either way: this happens once per kill at most.
+     * noted. Compared as JSON without metadata keys (the ack data the relay drops, the keys the queue drops). Said in the log either way: this happens once per kill at most.
      */
     private boolean queuedBeforeTheRestart(String positions, String topic, ByteBuf payload) {
         TrQueueFactory f = queues.get();
@@ -1372,14 +1371,14 @@ public final class ProtMqtt implements GObjBehavior {
         boolean found = false;
         if (!records.isEmpty()) {
             ByteBuf msg = ingest.build(alloc, gobj.read(TOPIC_KEY), gobj.read(PAYLOAD_KEY), topic, payload, null, false);
-            JsonNode sent;
+            ObjectNode sent;
             try {
-                sent = withoutUnderscoreKeys(io.netty.buffer.ByteBufUtil.getBytes(msg));
+                sent = withoutMetadata(msg);
             } finally {
                 msg.release();
             }
             for (int i = 0; i < records.size() && sent != null && !found; i++) {
-                found = sent.equals(withoutUnderscoreKeys(records.get(i)));
+                found = sent.equals(withoutMetadata(io.netty.buffer.Unpooled.wrappedBuffer(records.get(i))));
             }
         }
         Glog.info(gobj, found
@@ -1389,19 +1388,13 @@ public final class ProtMqtt implements GObjBehavior {
         return found;
     }
 
-    /** The JSON object of {@code json} without its top-level {@code __} keys; null when it is not one. */
-    private static JsonNode withoutUnderscoreKeys(byte[] json) {
-        JsonNode n;
+    /** The JSON object in {@code json} without its metadata keys ({@code Kw.withoutMetadata}); null when it is not one. */
+    private static ObjectNode withoutMetadata(ByteBuf json) {
         try {
-            n = Kw.MAPPER.readTree(json);
-        } catch (java.io.IOException notJson) {
+            return Kw.withoutMetadata(Kw.parse(json));
+        } catch (java.io.IOException notAnObject) {
             return null;
         }
-        if (!(n instanceof ObjectNode)) return null;
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-            if (it.next().getKey().startsWith("__")) it.remove();
-        }
-        return n;
     }
 
     /** What the queues took on this thread is in their files (a crash of the process keeps it); false: not yet. */

@@ -267,7 +267,7 @@ final class Sessions {
     void intend(Session s, int packetId, String positions) {
         if (!s.persistent || s.removed || !oneWord(positions)) return;
         s.intents.put(packetId, positions);
-        append('I', s.key, packetId, positions);
+        append('I', s.key, packetId, positions, true);
     }
 
     /** Printable ASCII without a space: what a log line's last field can hold. */
@@ -557,10 +557,6 @@ final class Sessions {
 
     private void append(char op, String key, long value) {
         append(op, key, value, null, true);
-    }
-
-    private void append(char op, String key, long value, String text) {
-        append(op, key, value, text, true);
     }
 
     /**
