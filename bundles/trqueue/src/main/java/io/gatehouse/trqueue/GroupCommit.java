@@ -21,16 +21,17 @@ import java.util.function.Supplier;
  * ALWAYS the append forces them itself; with NONE nothing is forced. Each commit moves the durable mark and tells
  * the {@link DurableListener}s, whose calls are coalesced.
  *
- * <p>{@link #flushTick} runs on the flusher thread and the listeners on their executors; everything else runs on
+ * <p>{@link #flushTick} runs on a flusher thread (any of the factory's: a tick and an early commit of one queue may
+ * run on two at once, and take turns on the lock) and the listeners on their executors; everything else runs on
  * the queue's owner thread, which takes the flusher's lock through {@link #exclusive} when it swaps, backs up or
  * closes the topic.
  */
 final class GroupCommit {
-    /** Runs {@code tick} every {@code intervalMs} on the flusher thread. */
+    /** Runs {@code tick} every {@code intervalMs} on a flusher thread. */
     interface Scheduler {
         ScheduledFuture<?> every(Runnable tick, long intervalMs);
 
-        /** Runs {@code task} once on the flusher thread, as soon as it is free; false when it cannot. */
+        /** Runs {@code task} once on a flusher thread, as soon as one is free; false when it cannot. */
         default boolean now(Runnable task) {
             return false;
         }
@@ -233,7 +234,7 @@ final class GroupCommit {
 
     // --- Commits ---
 
-    /** The flusher thread's group commit. */
+    /** A flusher thread's group commit. */
     void flushTick() {
         Topic held = topic.get();
         // what the owner still holds is written by it, and forced by a later tick

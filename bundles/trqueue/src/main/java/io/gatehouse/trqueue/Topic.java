@@ -28,7 +28,8 @@ import java.util.zip.CRC32C;
 /**
  * One incarnation of a queue topic on disk: its descriptor, variables and segment files. It appends frames, rolls
  * segments, and reads or flips the flags of rows; {@link TopicRecovery#open} opens it and recovers its files. Used
- * by one owner thread, except {@link #forceAll()} which the flusher thread calls under the group commit's lock.
+ * by one owner thread, except {@link #forceAll()} which a flusher thread calls under the group commit's lock, and the
+ * zeros ahead, written by a flusher thread under the segment's {@code allocLock}.
  */
 final class Topic {
     static final String DESC = "topic_desc.json";

@@ -27,14 +27,25 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Opens {@link TrQueue}s. In OSGi, {@link TrQueueService} publishes one as the {@link TrQueueFactory} service;
- * outside OSGi, {@code new} works the same. One flusher thread per factory runs the group commits of every
- * INTERVAL queue it opened.
+ * outside OSGi, {@code new} works the same. The factory's flusher threads ({@link #DEFAULT_FLUSHERS} unless told
+ * otherwise) run the group commits of every INTERVAL queue it opened, and write the zeros ahead of their frames.
  */
 public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
+    /**
+     * Two, so that one queue's force or zeros do not hold another's commit: the demo's C_MQIOGATE writes each HTTP
+     * request to two queues, and its answer waited for both forces one after the other (docs/BENCHMARKS.md,
+     * "two flusher threads": +15 % HTTP ingest with one request in flight per connection, +17 % with eight).
+     */
+    public static final int DEFAULT_FLUSHERS = 2;
+    /** At most this many: forces beyond what the disk runs at once only wait in the kernel. */
+    public static final int MAX_FLUSHERS = 16;
+
     private final FileOps ops;
+    private final int flushers;
     private ScheduledExecutorService flusher;
     private final Set<TrQueueImpl> open = ConcurrentHashMap.newKeySet();
     /**
@@ -54,7 +65,21 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
 
     /** A factory whose queues make every file-system call through {@code ops} (tests inject faults with it). */
     public TrQueueFactoryImpl(FileOps ops) {
+        this(ops, DEFAULT_FLUSHERS);
+    }
+
+    /** With {@code flushers} flusher threads (1 to {@link #MAX_FLUSHERS}). */
+    public TrQueueFactoryImpl(FileOps ops, int flushers) {
+        if (flushers < 1 || flushers > MAX_FLUSHERS) {
+            throw new IllegalArgumentException("flusher threads must be 1 to " + MAX_FLUSHERS + ", not " + flushers);
+        }
         this.ops = ops;
+        this.flushers = flushers;
+    }
+
+    /** How many flusher threads this factory runs. */
+    public int flushers() {
+        return flushers;
     }
 
     @Override
@@ -261,8 +286,9 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
 
     synchronized ScheduledFuture<?> scheduleFlush(Runnable tick, long intervalMs) {
         if (flusher == null) {
-            flusher = Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "trqueue-flusher");
+            AtomicInteger n = new AtomicInteger();
+            flusher = Executors.newScheduledThreadPool(flushers, r -> {
+                Thread t = new Thread(r, "trqueue-flusher-" + n.incrementAndGet());
                 t.setDaemon(true);
                 return t;
             });
@@ -270,7 +296,7 @@ public class TrQueueFactoryImpl implements TrQueueFactory, AutoCloseable {
         return flusher.scheduleWithFixedDelay(tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
 
-    /** Runs {@code task} once on the flusher thread; false when there is none (not started, or closed). */
+    /** Runs {@code task} once on a flusher thread; false when there is none (not started, or closed). */
     synchronized boolean flushNow(Runnable task) {
         if (flusher == null) return false;
         try {

@@ -36,11 +36,15 @@ public final class TrQueueService {
     /** Each part of the version weighs this much more than the next one; parts at or over it are capped. */
     static final int PART = 1000;
 
-    private final TrQueueFactoryImpl factory = new TrQueueFactoryImpl();
+    /** The framework property that sets the factory's flusher threads. */
+    static final String FLUSHERS_PROPERTY = "gatehouse.trqueue.flushers";
+
+    private final TrQueueFactoryImpl factory;
     private final ServiceRegistration<TrQueueFactory> registration;
 
     @Activate
     public TrQueueService(BundleContext ctx) {
+        factory = new TrQueueFactoryImpl(new FileOps(), flushers(ctx.getProperty(FLUSHERS_PROPERTY)));
         // before the factory is registered: a gate takes its queue over through it in a live upgrade's pause, and
         // every class of this revision loaded there for the first time made that pause longer
         BundleClasses.loadAll(ctx.getBundle());
@@ -48,6 +52,23 @@ public final class TrQueueService {
         Hashtable<String, Object> props = new Hashtable<>();
         props.put(Constants.SERVICE_RANKING, ranking(ctx.getBundle().getVersion()));
         registration = ctx.registerService(TrQueueFactory.class, factory, props);
+    }
+
+    /**
+     * The flusher threads a value of {@link #FLUSHERS_PROPERTY} asks for: the default when it is unset, and when it is
+     * not a number from 1 to {@link TrQueueFactoryImpl#MAX_FLUSHERS} (said, since the queues still work).
+     */
+    static int flushers(String value) {
+        if (value == null || value.isBlank()) return TrQueueFactoryImpl.DEFAULT_FLUSHERS;
+        try {
+            int n = Integer.parseInt(value.trim());
+            if (n >= 1 && n <= TrQueueFactoryImpl.MAX_FLUSHERS) return n;
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        Glog.error(null, "Bad " + FLUSHERS_PROPERTY + ", the default is used: it must be a number from 1 to "
+                + TrQueueFactoryImpl.MAX_FLUSHERS, "value", value, "flushers", TrQueueFactoryImpl.DEFAULT_FLUSHERS);
+        return TrQueueFactoryImpl.DEFAULT_FLUSHERS;
     }
 
     /**
