@@ -496,13 +496,15 @@ final class Sessions {
                 case 'D':
                     if (s == null) return false;
                     // After a restart no ack can come for an id taken before it: see ProtMqtt on orphans.
-                    s.qos2.put(Integer.parseInt(f[2]), f[0].charAt(0) == 'D' ? DURABLE : RECEIVED);
-                    s.intents.remove(Integer.parseInt(f[2]));
+                    int taken = Integer.parseInt(f[2]);
+                    s.qos2.put(taken, f[0].charAt(0) == 'D' ? DURABLE : RECEIVED);
+                    s.intents.remove(taken);
                     return true;
                 case 'R':
                     if (s != null) {
-                        s.qos2.remove(Integer.parseInt(f[2]));
-                        s.intents.remove(Integer.parseInt(f[2]));
+                        int released = Integer.parseInt(f[2]);
+                        s.qos2.remove(released);
+                        s.intents.remove(released);
                     }
                     return s != null;
                 case 'X':

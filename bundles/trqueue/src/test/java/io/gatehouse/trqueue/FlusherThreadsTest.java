@@ -7,6 +7,7 @@ import io.gatehouse.api.queue.QueueMessage;
 import io.gatehouse.api.queue.TrQueue;
 import io.gatehouse.api.queue.TrQueueOptions;
 import io.gatehouse.testkit.LogCapture;
+import io.gatehouse.testkit.Poll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -71,10 +72,8 @@ class FlusherThreadsTest {
         return kw;
     }
 
-    static void awaitTold(AtomicLong told, long rowid, String what) throws InterruptedException {
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (told.get() < rowid && System.nanoTime() < until) Thread.sleep(5);
-        assertTrue(told.get() >= rowid, what + ": told " + told.get() + ", wanted " + rowid);
+    static void awaitTold(AtomicLong told, long rowid, String what) {
+        assertTrue(Poll.until(() -> told.get() >= rowid, 10_000), what + ": told " + told.get() + ", wanted " + rowid);
     }
 
     @Test
